@@ -1,0 +1,1 @@
+"""Decision-time working memory for a robot decision loop."""

@@ -1,0 +1,1 @@
+"""Pure working-memory core: no rclpy or message imports."""
