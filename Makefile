@@ -7,7 +7,8 @@ PYTHON ?= python3
 # (numpy's, from the venv) that sit inside the package's source directory.
 VENV ?= $(HOME)/.cache/working_memory/venv-$(shell cksum < tools/requirements.txt | cut -d' ' -f1)
 export WM_VENV := $(VENV)
-BUILD := .build
+BUILD ?= .build
+export WM_BUILD := $(BUILD)
 ROSENV := tools/rosenv
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export ROS_DOMAIN_ID ?= 42
