@@ -1,0 +1,1 @@
+"""Lightweight deterministic delivery world standing in for Gazebo (pure Python + numpy, no rclpy)."""
