@@ -1,0 +1,150 @@
+"""Immutable view of one cabin's frozen pack, as decision logic reads it (no ROS types)."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import types
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from working_memory.core.items import Event, EventKind, Missing, MissingReason
+
+
+class PackValueError(ValueError):
+    """A pack value a decision needs is absent or malformed; the message names the key."""
+
+
+@dataclass(frozen=True)
+class MapWindow:
+    """Occupancy values of a map window: row-major int8, -1 unknown, 0..100 occupancy.
+
+    `origin` is the world position [m] of the lower-left corner of cell (0, 0);
+    row index grows with y, column index with x; `resolution` is [m/cell].
+    """
+
+    data: np.ndarray
+    origin: tuple[float, float]
+    resolution: float
+
+    def __post_init__(self):
+        if self.data.ndim != 2 or self.data.dtype != np.int8:
+            raise ValueError(f'map window: data must be a 2-D int8 array, got '
+                             f'{self.data.ndim}-D {self.data.dtype}')
+        if not (math.isfinite(self.resolution) and self.resolution > 0.0):
+            raise ValueError(f'map window: resolution must be > 0 m, got {self.resolution!r}')
+        self.data.flags.writeable = False
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Return (rows, columns)."""
+        return self.data.shape
+
+    def cell_of(self, x: float, y: float) -> tuple[int, int]:
+        """Return the (row, column) of the cell holding world point (x, y) [m]; may lie outside."""
+        return (math.floor((y - self.origin[1]) / self.resolution),
+                math.floor((x - self.origin[0]) / self.resolution))
+
+    def center_of(self, row: int, col: int) -> tuple[float, float]:
+        """Return the world position [m] of a cell's center."""
+        return (self.origin[0] + (col + 0.5) * self.resolution,
+                self.origin[1] + (row + 0.5) * self.resolution)
+
+    def contains(self, row: int, col: int) -> bool:
+        """Return True when (row, column) is a cell of the window."""
+        return 0 <= row < self.data.shape[0] and 0 <= col < self.data.shape[1]
+
+
+@dataclass(frozen=True)
+class Door:
+    """A door as the board describes it: open or closed, center (x, y) [m], width [m] if given."""
+
+    key: str
+    is_open: bool
+    x: float
+    y: float
+    width_m: float | None
+
+
+@dataclass(frozen=True)
+class PackView:
+    """One cabin's pack of one tick: decoded board values, events, missing items, map window.
+
+    `digest` is the pack's own digest; `frame_digest` the digest of the whole
+    ContextFrame it came from (None when the pack was fetched by the Assemble
+    service, which returns the pack alone). Decision nodes report
+    (tick, frame_digest) so the monitor can prove every cabin used the same frame.
+    """
+
+    cabin: str
+    tick: int
+    stamp: float                    # [s] tick time
+    digest: str
+    frame_digest: str | None
+    values: Mapping[str, Any]       # board key -> decoded JSON value
+    events: tuple[Event, ...]       # oldest first
+    missing: tuple[Missing, ...]
+    map_window: MapWindow | None
+
+    def __post_init__(self):
+        object.__setattr__(self, 'values', types.MappingProxyType(dict(self.values)))
+        object.__setattr__(self, 'events', tuple(self.events))
+        object.__setattr__(self, 'missing', tuple(self.missing))
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """Return the decoded value of board key `key`, or `default` when it is not in the pack."""
+        return self.values.get(key, default)
+
+    def point(self, key: str) -> tuple[float, float]:
+        """Return (x, y) [m] of a value {"x", "y", ...}; PackValueError when absent or malformed."""
+        return self.pose(key)[:2]
+
+    def pose(self, key: str) -> tuple[float, float, float]:
+        """Return (x, y [m], yaw [rad]) of a value {"x", "y", "yaw"} (yaw defaults to 0).
+
+        Raises PackValueError naming the key when it is absent or not finite numbers.
+        """
+        value = self.values.get(key)
+        if value is None:
+            raise PackValueError(f'{key}: not in the {self.cabin} pack of tick {self.tick}')
+        try:
+            pose = float(value['x']), float(value['y']), float(value.get('yaw', 0.0))
+        except (TypeError, KeyError, ValueError, AttributeError) as err:
+            raise PackValueError(f'{key}: expected {{"x": m, "y": m}}, got {value!r}') from err
+        if not all(math.isfinite(part) for part in pose):
+            raise PackValueError(f'{key}: x, y and yaw must be finite, got {value!r}')
+        return pose
+
+    def door(self, key: str) -> Door | None:
+        """Return the door value {"state": "open"|"closed", "x", "y", "width"?} of `key`.
+
+        None when the pack has no such key. Raises PackValueError naming the key when
+        the value is malformed: a door a decision cannot read must not be guessed at.
+        """
+        value = self.values.get(key)
+        if value is None:
+            return None
+        x, y, _ = self.pose(key)
+        state = value.get('state')
+        width = value.get('width')
+        if state not in ('open', 'closed'):
+            raise PackValueError(f'{key}.state: expected "open" or "closed", got {state!r}')
+        if width is not None and not (isinstance(width, (int, float)) and math.isfinite(width)
+                                      and width > 0.0):
+            raise PackValueError(f'{key}.width: expected > 0 m, got {width!r}')
+        return Door(key, state == 'open', x, y, None if width is None else float(width))
+
+    def keys_matching(self, pattern: str) -> list[str]:
+        """Return the pack's board keys matching glob `pattern`, sorted."""
+        return sorted(key for key in self.values if fnmatch.fnmatchcase(key, pattern))
+
+    def events_of(self, kind: EventKind, key: str | None = None) -> tuple[Event, ...]:
+        """Return the pack's events of `kind` (and `key` when given), oldest first."""
+        return tuple(event for event in self.events
+                     if event.kind == kind and (key is None or event.key == key))
+
+    def missing_with(self, reason: MissingReason) -> tuple[Missing, ...]:
+        """Return the missing items reported with `reason`."""
+        return tuple(item for item in self.missing if item.reason == reason)

@@ -1,0 +1,324 @@
+"""Grid route planning from a cabin's pack: A* around obstacles and every safety zone in the pack.
+
+The planner reads only its pack. A route is planned only when the pack holds at
+least one safety constraint (a board key starting with `safety:`): a planner
+whose constraints were dropped, evicted or never seen must not plan blindly, so
+it answers a ConstraintAlarm instead.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import heapq
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from working_memory.core.items import Missing
+from working_memory.decision.pack import Door, MapWindow, PackValueError, PackView
+
+SQRT2 = math.sqrt(2.0)
+# 8-connected moves: (d_row, d_col, cost in cells).
+MOVES = ((-1, 0, 1.0), (1, 0, 1.0), (0, -1, 1.0), (0, 1, 1.0),
+         (-1, -1, SQRT2), (-1, 1, SQRT2), (1, -1, SQRT2), (1, 1, SQRT2))
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """Planner settings.
+
+    Cells with occupancy >= `occupied_threshold` are obstacles, negative cells
+    are unknown; both are blocked. Obstacles and safety zones are inflated by
+    `robot_radius_m` [m]. A closed door (board key `door_prefix`*) is an obstacle
+    the executor can open: the map's occupied cells within half its width
+    (`door_width_m` [m] when the value has none) of its center are planned through.
+    """
+
+    robot_radius_m: float = 0.25
+    occupied_threshold: int = 50
+    door_width_m: float = 1.0
+    goal_key: str = 'goal:deliver'
+    pose_key: str = 'pose'
+    safety_prefix: str = 'safety:'
+    door_prefix: str = 'door:'
+
+    def __post_init__(self):
+        if not (math.isfinite(self.robot_radius_m) and self.robot_radius_m >= 0.0):
+            raise ValueError(f'robot_radius_m: must be >= 0 m, got {self.robot_radius_m!r}')
+        if not (math.isfinite(self.door_width_m) and self.door_width_m > 0.0):
+            raise ValueError(f'door_width_m: must be > 0 m, got {self.door_width_m!r}')
+        if not 1 <= self.occupied_threshold <= 100:
+            raise ValueError(f'occupied_threshold: must be in [1, 100], got {self.occupied_threshold!r}')
+        for name in ('goal_key', 'pose_key', 'safety_prefix', 'door_prefix'):
+            if not getattr(self, name):
+                raise ValueError(f'{name}: must not be empty')
+
+
+@dataclass(frozen=True)
+class Route:
+    """A collision-free route: waypoints [m] from the pose to the goal, and its length [m]."""
+
+    waypoints: tuple[tuple[float, float], ...]
+    length_m: float
+    constraints: tuple[str, ...]    # safety keys the route respects
+
+
+@dataclass(frozen=True)
+class ConstraintAlarm:
+    """No route: the pack's safety constraints are absent or unusable."""
+
+    reason: str
+    missing: tuple[Missing, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class NoRoute:
+    """No route for a reason other than constraints (no pose, no goal, goal unreachable...)."""
+
+    reason: str
+
+
+def check_constraints(pack: PackView, safety_prefix: str = 'safety:') -> ConstraintAlarm | None:
+    """Return a ConstraintAlarm when `pack` holds no safety constraint, else None."""
+    if pack.keys_matching(safety_prefix + '*'):
+        return None
+    related = tuple(item for item in pack.missing if _concerns_safety(item.key, safety_prefix))
+    reasons = ', '.join(f'{item.key}: {item.reason.value}' for item in related)
+    return ConstraintAlarm(
+        reason=f'no safety constraint ({safety_prefix}*) in the {pack.cabin} pack of tick '
+               f'{pack.tick}' + (f' ({reasons})' if reasons else ''),
+        missing=related)
+
+
+def _concerns_safety(missing_key: str, safety_prefix: str) -> bool:
+    """Return True when a missing key (a key, glob or drop category) may cover a safety key."""
+    if missing_key.startswith(safety_prefix):
+        return True
+    pattern = missing_key.removeprefix('board:')
+    return any(ch in pattern for ch in '*?[') and fnmatch.fnmatchcase(safety_prefix + 'x', pattern)
+
+
+class Planner:
+    """A* route planner on the pack's map window (8-connected, no corner cutting)."""
+
+    def __init__(self, config: PlannerConfig = PlannerConfig()):
+        self.config = config
+
+    def plan(self, pack: PackView) -> Route | ConstraintAlarm | NoRoute:
+        """Plan from the pack's pose to its goal; never plans without a safety constraint."""
+        alarm = check_constraints(pack, self.config.safety_prefix)
+        if alarm is not None:
+            return alarm
+        safety_keys = pack.keys_matching(self.config.safety_prefix + '*')
+        try:
+            zones = [zone for key in safety_keys
+                     if (zone := _zone_polygon(key, pack.value(key))) is not None]
+        except PackValueError as err:
+            # A constraint the planner cannot read is as good as absent.
+            return ConstraintAlarm(reason=str(err))
+        grid = pack.map_window
+        if grid is None or grid.data.size == 0:
+            return NoRoute(f'no map window in the {pack.cabin} pack of tick {pack.tick}')
+        try:
+            start, goal = pack.point(self.config.pose_key), pack.point(self.config.goal_key)
+            doors = [pack.door(key) for key in pack.keys_matching(self.config.door_prefix + '*')]
+        except PackValueError as err:
+            return NoRoute(str(err))
+        passable = self._passable(grid, zones, [door for door in doors if not door.is_open],
+                                  start, goal)
+        start_cell, goal_cell = grid.cell_of(*start), grid.cell_of(*goal)
+        for name, cell, point in (('pose', start_cell, start), ('goal', goal_cell, goal)):
+            if not grid.contains(*cell):
+                return NoRoute(f'{name} ({point[0]:.2f}, {point[1]:.2f}) m is outside the map window')
+            if not passable[cell]:
+                return NoRoute(f'{name} ({point[0]:.2f}, {point[1]:.2f}) m is on a blocked cell')
+        cells = astar(passable, start_cell, goal_cell)
+        if cells is None:
+            return NoRoute(f'goal ({goal[0]:.2f}, {goal[1]:.2f}) m is unreachable from '
+                           f'({start[0]:.2f}, {start[1]:.2f}) m')
+        corners = shortcut(passable, cells)
+        waypoints = ((start,) + tuple(_rounded(grid.center_of(*cell)) for cell in corners[1:-1])
+                     + (goal,))
+        length = sum(math.dist(a, b) for a, b in zip(waypoints, waypoints[1:]))
+        return Route(waypoints=waypoints, length_m=length, constraints=tuple(safety_keys))
+
+    def _passable(self, grid: MapWindow, zones: list[np.ndarray], closed_doors: list[Door],
+                  start: tuple[float, float], goal: tuple[float, float]) -> np.ndarray:
+        """Return the boolean grid of cells the robot's center may occupy."""
+        lethal_obstacles = grid.data >= self.config.occupied_threshold
+        for door in closed_doors:
+            width = door.width_m if door.width_m is not None else self.config.door_width_m
+            lethal_obstacles &= ~disk_around(grid, (door.x, door.y), width / 2.0)
+        # Zones go in after the doors: a door never opens a way through a safety zone.
+        for polygon in zones:
+            lethal_obstacles |= rasterize_polygon(grid, polygon)
+        radius_cells = self.config.robot_radius_m / grid.resolution
+        inflated = inflate(lethal_obstacles, radius_cells)
+        passable = ~inflated & (grid.data >= 0)
+        # The robot may have drifted into the inflation band, and a goal may sit close to
+        # a wall: band cells near the start and goal stay passable so both can be left or
+        # reached. Lethal cells (obstacles, zones, unknown) never are.
+        escape = ~lethal_obstacles & (grid.data >= 0)
+        for point in (start, goal):
+            passable |= escape & disk_around(grid, point, 2.0 * self.config.robot_radius_m)
+        return passable
+
+
+def _zone_polygon(key: str, value) -> np.ndarray | None:
+    """Return a safety value's polygon as an (n, 2) array [m], None when it has no polygon.
+
+    Raises PackValueError naming the key when the polygon is malformed.
+    """
+    if not isinstance(value, dict) or 'polygon' not in value:
+        return None
+    try:
+        polygon = np.asarray(value['polygon'], dtype=float)
+    except (TypeError, ValueError) as err:
+        raise PackValueError(f'{key}.polygon: expected [[x, y], ...] in m, got '
+                            f'{value["polygon"]!r}') from err
+    if polygon.ndim != 2 or polygon.shape[1] != 2 or len(polygon) < 3 \
+            or not np.isfinite(polygon).all():
+        raise PackValueError(f'{key}.polygon: expected at least 3 finite [x, y] points, got '
+                            f'{value["polygon"]!r}')
+    return polygon
+
+
+def _rounded(point: tuple[float, float]) -> tuple[float, float]:
+    """Round a world point to millimetres (compact route JSON)."""
+    return round(point[0], 3), round(point[1], 3)
+
+
+def rasterize_polygon(grid: MapWindow, polygon: np.ndarray) -> np.ndarray:
+    """Return the boolean mask of cells whose center lies inside `polygon` or that hold a vertex.
+
+    Even-odd rule, vectorised over the cells of the polygon's bounding box.
+    Vertex cells are added so a polygon thinner than a cell is never lost.
+    """
+    rows, cols = grid.shape
+    mask = np.zeros((rows, cols), dtype=bool)
+    res, (ox, oy) = grid.resolution, grid.origin
+    col_lo = max(0, math.floor((polygon[:, 0].min() - ox) / res))
+    col_hi = min(cols, math.floor((polygon[:, 0].max() - ox) / res) + 1)
+    row_lo = max(0, math.floor((polygon[:, 1].min() - oy) / res))
+    row_hi = min(rows, math.floor((polygon[:, 1].max() - oy) / res) + 1)
+    if col_lo >= col_hi or row_lo >= row_hi:
+        return mask
+    xs = ox + (np.arange(col_lo, col_hi) + 0.5) * res
+    ys = oy + (np.arange(row_lo, row_hi) + 0.5) * res
+    px, py = np.meshgrid(xs, ys)
+    inside = np.zeros(px.shape, dtype=bool)
+    for (x1, y1), (x2, y2) in zip(polygon, np.roll(polygon, -1, axis=0)):
+        if y1 == y2:
+            continue  # a horizontal edge never crosses a horizontal ray
+        crosses = (y1 > py) != (y2 > py)
+        x_cross = x1 + (py - y1) * (x2 - x1) / (y2 - y1)
+        inside ^= crosses & (px < x_cross)
+    mask[row_lo:row_hi, col_lo:col_hi] = inside
+    for x, y in polygon:
+        cell = grid.cell_of(x, y)
+        if grid.contains(*cell):
+            mask[cell] = True
+    return mask
+
+
+def inflate(mask: np.ndarray, radius_cells: float) -> np.ndarray:
+    """Return `mask` dilated by a disk of `radius_cells` (one shifted OR per disk offset)."""
+    reach = math.floor(radius_cells)
+    if reach <= 0:
+        return mask.copy()
+    rows, cols = mask.shape
+    padded = np.pad(mask, reach)
+    out = np.zeros_like(mask)
+    for d_row in range(-reach, reach + 1):
+        for d_col in range(-reach, reach + 1):
+            if d_row * d_row + d_col * d_col <= radius_cells * radius_cells:
+                out |= padded[reach + d_row:reach + d_row + rows, reach + d_col:reach + d_col + cols]
+    return out
+
+
+def disk_around(grid: MapWindow, point: tuple[float, float], radius_m: float) -> np.ndarray:
+    """Return the mask of cells whose center lies within `radius_m` [m] of `point`."""
+    rows, cols = grid.shape
+    xs = grid.origin[0] + (np.arange(cols) + 0.5) * grid.resolution
+    ys = grid.origin[1] + (np.arange(rows) + 0.5) * grid.resolution
+    return ((xs[np.newaxis, :] - point[0]) ** 2 + (ys[:, np.newaxis] - point[1]) ** 2
+            <= radius_m * radius_m)
+
+
+def astar(passable: np.ndarray, start: tuple[int, int],
+          goal: tuple[int, int]) -> list[tuple[int, int]] | None:
+    """Return the cheapest 8-connected cell path from `start` to `goal`, or None.
+
+    Diagonal moves need both orthogonal neighbours passable (no corner cutting).
+    Octile distance is the (consistent) heuristic.
+    """
+    rows, cols = passable.shape
+    free = passable.ravel().tolist()   # plain list: fast scalar reads in the loop
+    start_i, goal_i = start[0] * cols + start[1], goal[0] * cols + goal[1]
+    goal_row, goal_col = goal
+
+    def heuristic(row, col):
+        d_row, d_col = abs(row - goal_row), abs(col - goal_col)
+        return max(d_row, d_col) + (SQRT2 - 1.0) * min(d_row, d_col)
+
+    cost = {start_i: 0.0}
+    parent = {start_i: -1}
+    closed = set()
+    open_heap = [(heuristic(*start), 0.0, start_i)]
+    while open_heap:
+        _, g, index = heapq.heappop(open_heap)
+        if index in closed:
+            continue
+        if index == goal_i:
+            path = []
+            while index != -1:
+                path.append(divmod(index, cols))
+                index = parent[index]
+            return path[::-1]
+        closed.add(index)
+        row, col = divmod(index, cols)
+        for d_row, d_col, step in MOVES:
+            n_row, n_col = row + d_row, col + d_col
+            if not (0 <= n_row < rows and 0 <= n_col < cols):
+                continue
+            n_index = n_row * cols + n_col
+            if not free[n_index] or n_index in closed:
+                continue
+            if d_row and d_col and not (free[row * cols + n_col] and free[n_row * cols + col]):
+                continue
+            n_cost = g + step
+            if n_cost < cost.get(n_index, math.inf):
+                cost[n_index] = n_cost
+                parent[n_index] = index
+                heapq.heappush(open_heap, (n_cost + heuristic(n_row, n_col), n_cost, n_index))
+    return None
+
+
+def line_is_free(passable: np.ndarray, a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Return True when every cell the segment between cell centers `a` and `b` touches is passable.
+
+    Samples the segment every quarter cell, and checks both cells at each sample's
+    row and column rounding so a diagonal never slips between two blocked cells.
+    """
+    steps = 4 * max(abs(b[0] - a[0]), abs(b[1] - a[1])) + 1
+    t = np.linspace(0.0, 1.0, steps)
+    rows = a[0] + 0.5 + t * (b[0] - a[0])
+    cols = a[1] + 0.5 + t * (b[1] - a[1])
+    eps = 1e-6
+    cells_r = np.concatenate([np.floor(rows - eps), np.floor(rows + eps)] * 2).astype(int)
+    cells_c = np.concatenate([np.floor(cols - eps)] * 2 + [np.floor(cols + eps)] * 2).astype(int)
+    return bool(passable[cells_r, cells_c].all())
+
+
+def shortcut(passable: np.ndarray, cells: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Return the corners of `cells` left after greedy line-of-sight pruning (ends kept)."""
+    corners = [cells[0]]
+    anchor = 0
+    while anchor < len(cells) - 1:
+        reach = anchor + 1
+        while reach + 1 < len(cells) and line_is_free(passable, cells[anchor], cells[reach + 1]):
+            reach += 1
+        corners.append(cells[reach])
+        anchor = reach
+    return corners
