@@ -214,7 +214,7 @@ class WorkingSet:
             raise ValueError(
                 f'item {key!r}: stamp must be a finite time in seconds, got {stamp!r}')
         try:
-            source = Source(source)
+            source = source if source.__class__ is Source else Source(source)
         except ValueError:
             raise ValueError(f'item {key!r}: source must be one of '
                              f'{[member.value for member in Source]}, got {source!r}') from None
