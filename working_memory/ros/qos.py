@@ -50,5 +50,5 @@ def pose_qos() -> QoSProfile:
 
 
 def diagnostics_qos() -> QoSProfile:
-    """Return the QoS of `/diagnostics` (reliable, volatile, keep-last-10 like diagnostic_updater)."""
+    """Return the QoS of /diagnostics: reliable, volatile, keep last 10 (as diagnostic_updater)."""
     return stream_qos(depth=10)

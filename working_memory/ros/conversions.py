@@ -1,0 +1,430 @@
+"""Conversions between ROS messages and core types: the only module that touches message fields.
+
+Sections: time, board, log, map, pose, frames, services, parameters, diagnostics,
+simulator. Input conversions raise ValueError naming the message field at fault,
+so the node can log the rejection and count it; output conversions never fail
+on core types.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from builtin_interfaces.msg import Duration, Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from nav_msgs.msg import OccupancyGrid, Odometry
+from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                SetParametersResult)
+from rclpy.parameter import Parameter
+from rclpy.qos import qos_policy_name_from_kind
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import String
+
+from working_memory.core.eviction import CAPACITY, EvictionRecord
+from working_memory.core.explain import Explanation
+from working_memory.core.frames import Frame, Pack
+from working_memory.core.gridmap import GridMap, MapWindow
+from working_memory.core.items import BoardEntry, Event, EventKind, Item, Missing
+from working_memory.msg import BoardEntry as BoardEntryMsg
+from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction, LogEvent,
+                                MissingItem, WorkingItem)
+from working_memory.ros.diagnostics import Status
+from working_memory.ros.params import ParamSpec, ParamType
+
+# -- time ------------------------------------------------------------------
+
+
+def seconds_from_time(stamp: Time) -> float:
+    """Return a builtin_interfaces/Time as float seconds."""
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def seconds_from_duration(duration: Duration) -> float:
+    """Return a builtin_interfaces/Duration as float seconds."""
+    return duration.sec + duration.nanosec * 1e-9
+
+
+def time_from_seconds(seconds: float) -> Time:
+    """Return float seconds [s] as a builtin_interfaces/Time (clamped at 0)."""
+    nanoseconds = max(0, round(seconds * 1e9))
+    return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+
+
+def _stamp_or(stamp: Time, fallback: float) -> float:
+    """Return `stamp` in seconds, or `fallback` [s] when the sender left it zero."""
+    return seconds_from_time(stamp) if stamp.sec or stamp.nanosec else fallback
+
+
+def _importance(value: float) -> float | None:
+    """Return a message importance, NaN meaning 'use the manifest weight' (None)."""
+    return None if math.isnan(value) else value
+
+
+def _json_field(text: str, what: str) -> Any:
+    """Parse JSON `text`, raising ValueError naming `what`."""
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise ValueError(f'{what}: not valid JSON ({error}): {text[:80]!r}') from None
+
+# -- board -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BoardBatch:
+    """A BoardUpdate as core types; `errors` names each entry that was rejected."""
+
+    entries: tuple[BoardEntry, ...]
+    removed_keys: tuple[str, ...]
+    errors: tuple[str, ...]
+
+
+def board_batch_from_msg(msg, now: float) -> BoardBatch:
+    """Convert a BoardUpdate, rejecting bad entries one by one (the rest still apply).
+
+    An entry stamp of zero falls back to the header stamp, then to `now` [s]
+    (receive time): a board owner that does not stamp still gets ttl handling.
+    """
+    received = _stamp_or(msg.header.stamp, now)
+    entries, errors = [], []
+    for index, entry in enumerate(msg.entries):
+        try:
+            entries.append(board_entry_from_msg(entry, received))
+        except ValueError as error:
+            errors.append(f'entries[{index}] {error}')
+    removed = tuple(msg.removed_keys)
+    if not all(removed):
+        errors.append('removed_keys: empty key ignored')
+        removed = tuple(key for key in removed if key)
+    return BoardBatch(tuple(entries), removed, tuple(errors))
+
+
+def board_entry_from_msg(entry, received: float) -> BoardEntry:
+    """Convert one BoardEntry message, raising ValueError naming the key and field."""
+    value = _json_field(entry.value, f'board entry {entry.key!r}: value')
+    return BoardEntry(key=entry.key, value=value, stamp=_stamp_or(entry.stamp, received),
+                      importance=_importance(entry.importance),
+                      ttl=seconds_from_duration(entry.ttl), tags=tuple(entry.tags))
+
+# -- log -------------------------------------------------------------------
+
+
+_KIND_FROM_MSG = {getattr(LogEvent, kind.value): kind for kind in EventKind}
+
+
+def event_from_msg(msg, now: float) -> Event:
+    """Convert a LogEvent, raising ValueError naming the field; a zero stamp means `now` [s]."""
+    kind = _KIND_FROM_MSG.get(msg.kind)
+    if kind is None:
+        raise ValueError(f'log event {msg.key!r}: kind {msg.kind} is not one of '
+                         f'{sorted(_KIND_FROM_MSG)} ({", ".join(k.value for k in EventKind)})')
+    detail = _json_field(msg.detail, f'log event {msg.key!r}: detail') if msg.detail else None
+    return Event(stamp=_stamp_or(msg.header.stamp, now), kind=kind, source=msg.source,
+                 key=msg.key, detail=detail, importance=_importance(msg.importance),
+                 tags=tuple(msg.tags))
+
+# -- map -------------------------------------------------------------------
+
+
+def grid_from_msg(msg, map_frame: str) -> GridMap:
+    """View an OccupancyGrid's cells without copying, raising ValueError on a malformed grid."""
+    info = msg.info
+    width, height = info.width, info.height
+    if msg.header.frame_id not in ('', map_frame):
+        raise ValueError(f'map: header.frame_id {msg.header.frame_id!r} is not map_frame '
+                         f'{map_frame!r}')
+    if width * height == 0 or len(msg.data) != width * height:
+        raise ValueError(f'map: data has {len(msg.data)} cells, info says '
+                         f'width {width} x height {height} = {width * height} (must be > 0)')
+    orientation = info.origin.orientation
+    if abs(orientation.x) > 1e-6 or abs(orientation.y) > 1e-6 or abs(orientation.z) > 1e-6:
+        raise ValueError('map: info.origin.orientation must be the identity '
+                         '(rotated maps are not supported)')
+    cells = np.frombuffer(msg.data, dtype=np.int8).reshape(height, width)
+    try:
+        return GridMap(cells, (info.origin.position.x, info.origin.position.y), info.resolution)
+    except ValueError as error:
+        raise ValueError(f'map: info.{error}') from None
+
+
+def grid_msg_from_window(window: MapWindow | None, map_frame: str, stamp: float) -> OccupancyGrid:
+    """Return a map window as an OccupancyGrid (empty, 0 x 0, when there is none)."""
+    grid = OccupancyGrid()
+    grid.header.stamp = time_from_seconds(stamp)
+    grid.header.frame_id = map_frame
+    if window is None:
+        return grid
+    height, width = window.data.shape
+    grid.info.map_load_time = grid.header.stamp
+    grid.info.resolution = window.resolution
+    grid.info.width, grid.info.height = width, height
+    grid.info.origin.position.x, grid.info.origin.position.y = window.origin
+    grid.info.origin.orientation.w = 1.0
+    # One C-order copy of the (possibly strided) view straight into the message buffer.
+    grid.data = array.array('b', window.data.tobytes())
+    return grid
+
+# -- pose ------------------------------------------------------------------
+
+
+def _xy_in_frame(header, pose, map_frame: str, topic: str) -> tuple[float, float]:
+    if header.frame_id not in ('', map_frame):
+        raise ValueError(f'{topic}: header.frame_id {header.frame_id!r} is not map_frame '
+                         f'{map_frame!r} (no TF lookup is done)')
+    x, y = pose.position.x, pose.position.y
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise ValueError(f'{topic}: pose.position must be finite, got ({x}, {y})')
+    return x, y
+
+
+def pose_from_odometry(msg, map_frame: str) -> tuple[float, float]:
+    """Return (x, y) [m] of a nav_msgs/Odometry given in `map_frame`."""
+    return _xy_in_frame(msg.header, msg.pose.pose, map_frame, 'odom')
+
+
+def pose_from_pose_stamped(msg, map_frame: str) -> tuple[float, float]:
+    """Return (x, y) [m] of a geometry_msgs/PoseStamped given in `map_frame`."""
+    return _xy_in_frame(msg.header, msg.pose, map_frame, 'pose')
+
+# -- frames ----------------------------------------------------------------
+
+
+def _json_text(value: Any) -> str:
+    """Return the canonical compact JSON text of a core value."""
+    return json.dumps(value, sort_keys=True, separators=(',', ':'))
+
+
+def working_item_msg(item: Item) -> WorkingItem:
+    """Return a core Item as a WorkingItem."""
+    return WorkingItem(key=item.key, value=_json_text(item.value), source=item.source.value,
+                       importance=item.importance, last_used=time_from_seconds(item.last_used),
+                       stale=item.stale, exempt=item.exempt)
+
+
+def log_event_msg(event: Event) -> LogEvent:
+    """Return a core Event as a LogEvent (no detail: '', manifest weight: NaN)."""
+    msg = LogEvent(kind=getattr(LogEvent, event.kind.value), source=event.source, key=event.key,
+                   detail='' if event.detail is None else _json_text(event.detail),
+                   tags=list(event.tags),
+                   importance=math.nan if event.importance is None else event.importance)
+    msg.header.stamp = time_from_seconds(event.stamp)
+    return msg
+
+
+def missing_item_msg(missing: Missing) -> MissingItem:
+    """Return a core Missing as a MissingItem."""
+    return MissingItem(key=missing.key, reason=getattr(MissingItem, missing.reason.value),
+                       detail=missing.detail)
+
+
+def context_pack_msg(pack: Pack, map_frame: str) -> ContextPack:
+    """Return a frozen Pack as a ContextPack; the same pack always gives an equal message."""
+    msg = ContextPack(tick=pack.tick, cabin=pack.cabin, digest=pack.digest,
+                      items=[working_item_msg(item) for item in pack.items],
+                      recent_events=[log_event_msg(event) for event in pack.events],
+                      missing=[missing_item_msg(missing) for missing in pack.missing],
+                      nearby_map=grid_msg_from_window(pack.map_window, map_frame, pack.stamp))
+    msg.header.stamp = time_from_seconds(pack.stamp)
+    msg.header.frame_id = map_frame
+    return msg
+
+
+def context_frame_msg(frame: Frame, map_frame: str) -> ContextFrame:
+    """Return a frozen Frame as a ContextFrame, packs in cabin order."""
+    msg = ContextFrame(tick=frame.tick, digest=frame.digest,
+                       packs=[context_pack_msg(pack, map_frame) for pack in frame.packs.values()])
+    msg.header.stamp = time_from_seconds(frame.stamp)
+    msg.header.frame_id = map_frame
+    return msg
+
+
+def eviction_msg(record: EvictionRecord, stamp: float) -> Eviction:
+    """Return an eviction record as an Eviction stamped with its tick's time `stamp` [s]."""
+    msg = Eviction(tick=record.tick, key=record.key, importance=record.importance,
+                   last_used=time_from_seconds(record.last_used),
+                   reason=Eviction.CAPACITY if record.reason == CAPACITY else Eviction.SIZE_BUDGET)
+    msg.header.stamp = time_from_seconds(stamp)
+    return msg
+
+# -- services ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FrameQuery:
+    """What an Assemble or Explain request asks for; tick 0 means the latest frame."""
+
+    cabin: str
+    tick: int
+    key: str = ''
+
+
+def assemble_query(request) -> FrameQuery:
+    """Return an Assemble request as a query."""
+    return FrameQuery(request.cabin, request.tick)
+
+
+def explain_query(request) -> FrameQuery:
+    """Return an Explain request as a query, raising ValueError on an empty key."""
+    if not request.key:
+        raise ValueError('key: must name a board key or event key to explain')
+    return FrameQuery(request.cabin, request.tick, request.key)
+
+
+def failed_response(response, message: str):
+    """Fill a service response as failed with `message` (what went wrong, what is valid)."""
+    response.success = False
+    response.message = message
+    return response
+
+
+def assemble_response(response, pack: Pack, map_frame: str):
+    """Fill an Assemble response with the pack exactly as its frame published it."""
+    response.success = True
+    response.pack = context_pack_msg(pack, map_frame)
+    return response
+
+def explain_response(response, answer: Explanation):
+    """Fill an Explain response with a why-(not) answer."""
+    response.success = True
+    response.present = answer.present
+    response.reason = answer.reason
+    response.detail = answer.detail
+    return response
+
+# -- parameters ------------------------------------------------------------
+
+
+_PARAMETER_TYPES = {
+    ParamType.BOOL: Parameter.Type.BOOL,
+    ParamType.INTEGER: Parameter.Type.INTEGER,
+    ParamType.DOUBLE: Parameter.Type.DOUBLE,
+    ParamType.STRING: Parameter.Type.STRING,
+    ParamType.STRING_ARRAY: Parameter.Type.STRING_ARRAY,
+}
+
+
+def declare_parameters(node, specs) -> dict[str, Any]:
+    """Declare the rows of `specs` not yet declared on `node`; return every row's value by name.
+
+    Launch overrides win over defaults; rclpy rejects an override of the wrong
+    type or outside the range with a ParameterException naming the parameter.
+    """
+    for spec in specs:
+        if not node.has_parameter(spec.name):
+            # An empty list has no ROS type: declare by type and read the default back.
+            initial = spec.default if spec.default != [] else parameter_type(spec)
+            node.declare_parameter(spec.name, initial, parameter_descriptor(spec))
+    return {spec.name: node.get_parameter_or(
+                spec.name, Parameter(spec.name, value=spec.default)).value for spec in specs}
+
+
+def set_parameters_result(rejection: str | None) -> SetParametersResult:
+    """Return an accepting result, or a rejecting one with the reason `rejection`."""
+    return SetParametersResult(successful=rejection is None, reason=rejection or '')
+
+
+def parameter_type(spec: ParamSpec) -> Parameter.Type:
+    """Return the rclpy parameter type of a table row."""
+    return _PARAMETER_TYPES[spec.type]
+
+
+def parameter_descriptor(spec: ParamSpec) -> ParameterDescriptor:
+    """Return the ParameterDescriptor of a table row (range, choices, read-only)."""
+    descriptor = ParameterDescriptor(name=spec.name, type=parameter_type(spec).value,
+                                     description=spec.description, read_only=spec.read_only)
+    if spec.choices:
+        descriptor.additional_constraints = f'one of: {", ".join(spec.choices)}'
+    if spec.range is not None and spec.type is ParamType.DOUBLE:
+        descriptor.floating_point_range = [FloatingPointRange(
+            from_value=float(spec.range[0]), to_value=float(spec.range[1]), step=0.0)]
+    elif spec.range is not None:
+        descriptor.integer_range = [IntegerRange(
+            from_value=int(spec.range[0]), to_value=int(spec.range[1]), step=1)]
+    return descriptor
+
+# -- diagnostics -----------------------------------------------------------
+
+
+def diagnostic_array(statuses: list[Status], node_name: str, stamp: float) -> DiagnosticArray:
+    """Return statuses as a DiagnosticArray named '<node_name>: <status>' at `stamp` [s]."""
+    array = DiagnosticArray()
+    array.header.stamp = time_from_seconds(stamp)
+    array.status = [
+        DiagnosticStatus(level=bytes([status.level]), name=f'{node_name}: {status.name}',
+                         message=status.message, hardware_id=node_name,
+                         values=[KeyValue(key=key, value=value) for key, value in status.values])
+        for status in statuses]
+    return array
+
+
+def incompatible_qos_policy(info) -> str:
+    """Return the policy name of a QoS incompatibility event (e.g. 'DURABILITY')."""
+    return qos_policy_name_from_kind(info.last_policy_kind)
+
+# -- simulator and board owners (outbound) ---------------------------------
+# What the delivery-world simulator publishes and consumes. board_update_msg
+# serves every board owner (planner `route`, executor `action:current`);
+# log_event_msg above serves every event producer.
+
+
+def duration_from_seconds(seconds: float) -> Duration:
+    """Return float seconds [s] as a builtin_interfaces/Duration (clamped at 0)."""
+    nanoseconds = max(0, round(seconds * 1e9))
+    return Duration(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+
+
+def board_entry_msg(entry: BoardEntry) -> BoardEntryMsg:
+    """Return a core BoardEntry as a BoardEntry message (manifest weight: NaN)."""
+    return BoardEntryMsg(key=entry.key, value=_json_text(entry.value), tags=list(entry.tags),
+                         importance=math.nan if entry.importance is None else entry.importance,
+                         stamp=time_from_seconds(entry.stamp),
+                         ttl=duration_from_seconds(entry.ttl))
+
+
+def board_update_msg(entries, stamp: float, removed_keys=()) -> BoardUpdate:
+    """Return board changes (core BoardEntry list, removed keys) as one BoardUpdate at `stamp` [s]."""
+    msg = BoardUpdate(entries=[board_entry_msg(entry) for entry in entries],
+                      removed_keys=list(removed_keys))
+    msg.header.stamp = time_from_seconds(stamp)
+    return msg
+
+
+def clock_msg(seconds: float) -> Clock:
+    """Return sim time [s] as a rosgraph_msgs/Clock."""
+    return Clock(clock=time_from_seconds(seconds))
+
+
+def odometry_msg(x: float, y: float, yaw: float, v: float, w: float, stamp: float,
+                 frame_id: str, child_frame_id: str) -> Odometry:
+    """Return a planar pose ([m], yaw [rad]) and velocity (v [m/s], w [rad/s]) as Odometry."""
+    msg = Odometry(child_frame_id=child_frame_id)
+    msg.header.stamp = time_from_seconds(stamp)
+    msg.header.frame_id = frame_id
+    pose = msg.pose.pose
+    pose.position.x, pose.position.y = x, y
+    pose.orientation.z, pose.orientation.w = math.sin(yaw / 2.0), math.cos(yaw / 2.0)
+    msg.twist.twist.linear.x, msg.twist.twist.angular.z = v, w
+    return msg
+
+
+def twist_from_msg(msg) -> tuple[float, float]:
+    """Return (v [m/s], w [rad/s]) of a geometry_msgs/Twist, raising ValueError if not finite."""
+    v, w = msg.linear.x, msg.angular.z
+    if not (math.isfinite(v) and math.isfinite(w)):
+        raise ValueError(f'cmd_vel: linear.x and angular.z must be finite, got {v}, {w}')
+    return v, w
+
+
+def json_string_msg(value: Any) -> String:
+    """Return a JSON-able value as a std_msgs/String (canonical compact JSON)."""
+    return String(data=_json_text(value))
+
+
+def json_from_string_msg(msg, what: str) -> Any:
+    """Parse a std_msgs/String holding JSON, raising ValueError naming `what`."""
+    return _json_field(msg.data, what)

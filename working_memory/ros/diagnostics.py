@@ -1,0 +1,219 @@
+"""Health bookkeeping of the node, summarised as diagnostic statuses (no message types here).
+
+The node reports what it sees (receipts, rejections, QoS events, tick
+durations, evictions) as it happens; `Health.statuses()` turns the counters
+into a few named statuses that `ros/conversions.py` publishes on /diagnostics.
+Times are effective seconds (see `core.timebase.TimeBase`), so a simulation
+reset never produces negative ages.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from working_memory.core.items import Missing
+
+
+class Level(enum.IntEnum):
+    """diagnostic_msgs/DiagnosticStatus levels."""
+
+    OK = 0
+    WARN = 1
+    ERROR = 2
+    STALE = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """One diagnostic status: a named summary with key/value details."""
+
+    name: str
+    level: Level
+    message: str
+    values: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True)
+class InputHealth:
+    """What arrived on one input topic.
+
+    `max_silence_s` is None for sporadic or latched topics (board changes,
+    events, the map), whose silence says nothing about their health.
+    """
+
+    max_silence_s: float | None
+    received: int = 0
+    last_received: float | None = None
+    rejected: int = 0
+    rejected_reported: int = 0
+    last_rejection: str = ''
+    lost: int = 0
+    incompatible_qos: int = 0
+    incompatible_policy: str = ''
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityUse:
+    """The working set's fill level at a tick."""
+
+    items: int
+    capacity: int
+    size_bytes: int
+    size_budget: int | None
+    alarm: bool
+
+
+@dataclass(slots=True)
+class TickHealth:
+    """Tick counters: overruns are ticks whose work took longer than the period."""
+
+    ticks: int = 0
+    overruns: int = 0
+    last_duration_s: float = 0.0
+    max_duration_s: float = 0.0
+    clock_jumps: list[str] = field(default_factory=list)
+
+
+class Health:
+    """Counters of one configured node; `statuses()` summarises them."""
+
+    def __init__(self, inputs: Mapping[str, float | None], started: float,
+                 rate_window_s: float = 10.0):
+        """Track `inputs` ({topic: max silence [s] or None}) from effective time `started` [s]."""
+        self._inputs = {topic: InputHealth(silence) for topic, silence in inputs.items()}
+        self._started = started
+        self._rate_window_s = rate_window_s
+        self._evictions: collections.deque[tuple[float, int]] = collections.deque()
+        self._evictions_total = 0
+        self._outputs_incompatible: dict[str, tuple[int, str]] = {}
+        self.ticks = TickHealth()
+
+    def received(self, topic: str, now: float) -> None:
+        """Count a message that arrived on `topic` at effective time `now` [s]."""
+        state = self._inputs[topic]
+        state.received += 1
+        state.last_received = now
+
+    def rejected(self, topic: str, reason: str) -> None:
+        """Count input on `topic` that could not be used, with the reason."""
+        state = self._inputs[topic]
+        state.rejected += 1
+        state.last_rejection = reason
+
+    def lost(self, topic: str, total: int) -> None:
+        """Record the middleware's count of messages lost on `topic`."""
+        self._inputs[topic].lost = total
+
+    def input_incompatible(self, topic: str, total: int, policy: str) -> None:
+        """Record a publisher on input `topic` whose QoS does not match ours."""
+        state = self._inputs[topic]
+        state.incompatible_qos = total
+        state.incompatible_policy = policy
+
+    def output_incompatible(self, topic: str, total: int, policy: str) -> None:
+        """Record a subscriber of output `topic` requesting QoS we do not offer."""
+        self._outputs_incompatible[topic] = (total, policy)
+
+    def tick_done(self, duration_s: float, period_s: float | None) -> None:
+        """Count a tick that took `duration_s` [s]; over `period_s` [s] it is an overrun."""
+        ticks = self.ticks
+        ticks.ticks += 1
+        ticks.last_duration_s = duration_s
+        ticks.max_duration_s = max(ticks.max_duration_s, duration_s)
+        if period_s is not None and duration_s > period_s:
+            ticks.overruns += 1
+
+    def clock_jumped(self, description: str) -> None:
+        """Record a backward jump of the node clock (a new epoch)."""
+        self.ticks.clock_jumps.append(description)
+
+    def evicted(self, count: int, now: float) -> None:
+        """Count `count` evictions at effective time `now` [s]."""
+        if count:
+            self._evictions.append((now, count))
+            self._evictions_total += count
+
+    def evictions_per_s(self, now: float) -> float:
+        """Return the eviction rate [1/s] over the last rate window before `now` [s]."""
+        while self._evictions and self._evictions[0][0] < now - self._rate_window_s:
+            self._evictions.popleft()
+        window = min(self._rate_window_s, max(now - self._started, 1e-9))
+        return sum(count for _, count in self._evictions) / window
+
+    def statuses(self, now: float, *, epoch: int, capacity: CapacityUse,
+                 missing: Mapping[str, Iterable[Missing]],
+                 stale_check: bool) -> list[Status]:
+        """Return the statuses at effective time `now` [s]; `missing` lists each cabin's gaps."""
+        return [self._capacity_status(now, capacity), self._ticks_status(epoch),
+                self._inputs_status(now, stale_check), self._qos_status(),
+                self._missing_status(missing)]
+
+    def _capacity_status(self, now: float, use: CapacityUse) -> Status:
+        budget = 'none' if use.size_budget is None else str(use.size_budget)
+        values = (('items', str(use.items)), ('capacity', str(use.capacity)),
+                  ('size_bytes', str(use.size_bytes)), ('size_budget_bytes', budget),
+                  ('evictions_per_s', f'{self.evictions_per_s(now):.2f}'),
+                  ('evictions_total', str(self._evictions_total)),
+                  ('exempt_overflow', str(use.alarm)))
+        if use.alarm:
+            return Status('capacity', Level.ERROR,
+                          'exempt items alone exceed the capacity or size budget', values)
+        return Status('capacity', Level.OK, f'{use.items}/{use.capacity} items', values)
+
+    def _ticks_status(self, epoch: int) -> Status:
+        ticks = self.ticks
+        values = (('ticks', str(ticks.ticks)), ('overruns', str(ticks.overruns)),
+                  ('last_duration_s', f'{ticks.last_duration_s:.6f}'),
+                  ('max_duration_s', f'{ticks.max_duration_s:.6f}'),
+                  ('clock_epoch', str(epoch)),
+                  ('clock_jumps', '; '.join(ticks.clock_jumps[-3:])))
+        level = Level.WARN if ticks.overruns or ticks.clock_jumps else Level.OK
+        message = f'{ticks.ticks} ticks, {ticks.overruns} overruns, clock epoch {epoch}'
+        return Status('ticks', level, message, values)
+
+    def _inputs_status(self, now: float, stale_check: bool) -> Status:
+        values, problems = [], []
+        for topic, state in self._inputs.items():
+            age = 'never' if state.last_received is None else f'{now - state.last_received:.3f}'
+            values += [(f'{topic}.received', str(state.received)),
+                       (f'{topic}.age_s', age),
+                       (f'{topic}.rejected', str(state.rejected)),
+                       (f'{topic}.last_rejection', state.last_rejection),
+                       (f'{topic}.lost', str(state.lost))]
+            if state.rejected > state.rejected_reported:
+                problems.append(f'{topic}: {state.rejected - state.rejected_reported} rejected')
+                state.rejected_reported = state.rejected
+            if state.lost:
+                problems.append(f'{topic}: {state.lost} lost')
+            silent_since = self._started if state.last_received is None else state.last_received
+            if (stale_check and state.max_silence_s is not None
+                    and now - silent_since > state.max_silence_s):
+                problems.append(f'{topic}: stale (no message for {now - silent_since:.1f} s)')
+        if problems:
+            return Status('inputs', Level.WARN, '; '.join(problems), tuple(values))
+        return Status('inputs', Level.OK, 'inputs healthy', tuple(values))
+
+    def _qos_status(self) -> Status:
+        incompatible = {topic: (state.incompatible_qos, state.incompatible_policy)
+                        for topic, state in self._inputs.items() if state.incompatible_qos}
+        incompatible.update(self._outputs_incompatible)
+        values = tuple((topic, f'{total} incompatible peer(s), last policy {policy}')
+                       for topic, (total, policy) in incompatible.items())
+        if incompatible:
+            return Status('qos', Level.ERROR,
+                          'incompatible QoS on ' + ', '.join(incompatible), values)
+        return Status('qos', Level.OK, 'no QoS incompatibility', values)
+
+    def _missing_status(self, missing: Mapping[str, Iterable[Missing]]) -> Status:
+        values, gaps = [], []
+        for cabin, items in missing.items():
+            items = list(items)
+            values.append((cabin, ', '.join(f'{m.key} ({m.reason.value})' for m in items)))
+            if items:
+                gaps.append(f'{cabin}: {len(items)} missing')
+        if gaps:
+            return Status('missing', Level.WARN, '; '.join(gaps), tuple(values))
+        return Status('missing', Level.OK, 'no required item missing', tuple(values))

@@ -1,0 +1,228 @@
+"""The node's parameters: one declarative table, a frozen snapshot and its validation.
+
+Pure Python (no rclpy): `ros/conversions.py` turns each `ParamSpec` into a
+ParameterDescriptor, the node declares the table in `on_configure` and swaps
+in a new `NodeConfig` after every accepted runtime change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from working_memory.core.manifest import MANIFEST_FIELDS, ManifestField
+
+
+class ParamType(str, enum.Enum):
+    """ROS parameter types used by the table."""
+
+    BOOL = 'bool'
+    INTEGER = 'integer'
+    DOUBLE = 'double'
+    STRING = 'string'
+    STRING_ARRAY = 'string_array'
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """One row of the parameter table.
+
+    `range` is inclusive `(low, high)` for numbers; `choices` lists the valid
+    strings; a `read_only` parameter keeps its launch value for the node's life.
+    """
+
+    name: str
+    type: ParamType
+    default: Any
+    description: str
+    range: tuple[float, float] | None = None
+    choices: tuple[str, ...] = ()
+    read_only: bool = False
+
+
+EVICTION_POLICIES = ('importance_lru', 'half_life')
+POSE_SOURCES = ('board', 'odometry', 'pose_stamped')
+INT32_MAX = 2**31 - 1
+
+PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec('tick_hz', ParamType.DOUBLE, 10.0,
+              'Assembly rate on the node clock [Hz] (ignored when trigger_topic is set)',
+              range=(0.1, 1000.0)),
+    ParamSpec('trigger_topic', ParamType.STRING, '',
+              "Topic (std_msgs/Empty) whose messages trigger a tick; '' ticks on the timer",
+              read_only=True),
+    ParamSpec('capacity', ParamType.INTEGER, 256,
+              'Maximum number of items in the working set (exempt items excepted)',
+              range=(1, 1_000_000)),
+    ParamSpec('size_budget_bytes', ParamType.INTEGER, 0,
+              'Maximum total JSON size of the working set [bytes]; 0 means no budget',
+              range=(0, INT32_MAX)),
+    ParamSpec('exempt_prefixes', ParamType.STRING_ARRAY, ['goal', 'safety'],
+              'Key prefixes of items that are never evicted (goals, safety constraints)',
+              read_only=True),
+    ParamSpec('eviction_policy', ParamType.STRING, 'importance_lru',
+              'importance_lru: lowest importance first, then least recently used; '
+              'half_life: importance decayed by time since last use',
+              choices=EVICTION_POLICIES, read_only=True),
+    ParamSpec('half_life_s', ParamType.DOUBLE, 30.0,
+              'Half-life of an unused item\'s value for eviction_policy half_life [s]',
+              range=(0.001, 1e6), read_only=True),
+    ParamSpec('frames_kept', ParamType.INTEGER, 100,
+              'Number of past frozen frames the assemble/explain services can answer from',
+              range=(1, 100_000), read_only=True),
+    ParamSpec('event_log_limit', ParamType.INTEGER, 10_000,
+              'Maximum number of events kept from the log topic (oldest dropped first)',
+              range=(1, 10_000_000), read_only=True),
+    ParamSpec('pose_source', ParamType.STRING, 'board',
+              'Where the robot pose comes from: board (key pose_key), odometry (odom topic) '
+              'or pose_stamped (pose topic)',
+              choices=POSE_SOURCES, read_only=True),
+    ParamSpec('pose_key', ParamType.STRING, 'pose',
+              'Board key holding the pose as JSON {x, y, yaw} when pose_source is board',
+              read_only=True),
+    ParamSpec('map_frame', ParamType.STRING, 'map',
+              'Frame of the map, of poses and of every published map window; inputs in '
+              'another frame are rejected (no TF lookup)',
+              read_only=True),
+    ParamSpec('stale_check', ParamType.BOOL, True,
+              'Report input topics silent for longer than stale_after_s on /diagnostics'),
+    ParamSpec('stale_after_s', ParamType.DOUBLE, 5.0,
+              'Silence after which an input topic counts as stale [s]',
+              range=(0.01, 1e6)),
+    ParamSpec('diagnostics_period_s', ParamType.DOUBLE, 1.0,
+              'Minimum time between two /diagnostics messages [s]; 0 publishes every tick',
+              range=(0.0, 3600.0)),
+    ParamSpec('manifests_file', ParamType.STRING, '',
+              "YAML file with cabin manifests (a cabins: mapping); '' reads only cabins.* "
+              'parameters', read_only=True),
+    ParamSpec('cabin_names', ParamType.STRING_ARRAY, [],
+              'Cabins whose manifests come from cabins.<name>.<field> parameters, in order',
+              read_only=True),
+)
+
+CABINS_PREFIX = 'cabins.'
+DROP_FIELD = 'drop'
+_DROP = next(field for field in MANIFEST_FIELDS if field.name == DROP_FIELD)
+
+
+def cabin_param_specs(cabin: str) -> tuple[ParamSpec, ...]:
+    """Return the rows of `cabins.<cabin>.<field>`, one per manifest field.
+
+    Only `drop` (the missing-item injection) can change at runtime; the rest of
+    a manifest is the cabin's contract and stays as launched.
+    """
+    return tuple(_cabin_field_spec(cabin, field, field.default) for field in MANIFEST_FIELDS)
+
+
+def drop_param_spec(cabin: str, default: tuple[str, ...]) -> ParamSpec:
+    """Return the row of `cabins.<cabin>.drop` alone (for cabins from manifests_file)."""
+    return _cabin_field_spec(cabin, _DROP, default)
+
+
+def _cabin_field_spec(cabin: str, field: ManifestField, default: Any) -> ParamSpec:
+    # Parameter values are lists where manifests hold tuples.
+    default = list(default) if isinstance(default, tuple) else default
+    return ParamSpec(f'{CABINS_PREFIX}{cabin}.{field.name}', ParamType(field.type), default,
+                     field.description, read_only=field is not _DROP)
+
+
+def drop_cabin(name: str) -> str | None:
+    """Return the cabin of a `cabins.<cabin>.drop` parameter name, else None."""
+    if name.startswith(CABINS_PREFIX) and name.endswith('.' + DROP_FIELD):
+        return name[len(CABINS_PREFIX):-len(DROP_FIELD) - 1] or None
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    """A validated snapshot of the table's parameters (units as in the table)."""
+
+    tick_hz: float
+    trigger_topic: str
+    capacity: int
+    size_budget_bytes: int
+    exempt_prefixes: tuple[str, ...]
+    eviction_policy: str
+    half_life_s: float
+    frames_kept: int
+    event_log_limit: int
+    pose_source: str
+    pose_key: str
+    map_frame: str
+    stale_check: bool
+    stale_after_s: float
+    diagnostics_period_s: float
+    manifests_file: str
+    cabin_names: tuple[str, ...]
+
+    @property
+    def size_budget(self) -> int | None:
+        """Return the size budget [bytes], or None when there is none."""
+        return self.size_budget_bytes or None
+
+    @property
+    def tick_period_s(self) -> float:
+        """Return the timer period [s]."""
+        return 1.0 / self.tick_hz
+
+    def replace(self, values: Mapping[str, Any]) -> NodeConfig:
+        """Return a validated copy with `values` (table names) changed."""
+        return config_from_values({**dataclasses.asdict(self), **values})
+
+
+SPECS = {spec.name: spec for spec in PARAMS}
+
+
+def config_from_values(values: Mapping[str, Any]) -> NodeConfig:
+    """Build a NodeConfig from parameter values, raising ValueError naming the first bad one."""
+    config = NodeConfig(**{spec.name: check_value(spec, values[spec.name]) for spec in PARAMS})
+    validate(config)
+    return config
+
+
+def default_values() -> dict[str, Any]:
+    """Return the table's default values."""
+    return {spec.name: spec.default for spec in PARAMS}
+
+
+def check_value(spec: ParamSpec, value: Any) -> Any:
+    """Return `value` normalised to the spec's type, raising ValueError naming the parameter."""
+    if spec.type is ParamType.STRING_ARRAY:
+        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f'{spec.name}: must be a list of strings, got {value!r}')
+        return tuple(value)
+    expected = {ParamType.BOOL: bool, ParamType.INTEGER: int, ParamType.DOUBLE: (int, float),
+                ParamType.STRING: str}[spec.type]
+    if not isinstance(value, expected) or (isinstance(value, bool)
+                                           and spec.type is not ParamType.BOOL):
+        raise ValueError(f'{spec.name}: must be a {spec.type.value}, got {value!r}')
+    if spec.type is ParamType.DOUBLE:
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f'{spec.name}: must be finite, got {value!r}')
+    if spec.range is not None and not spec.range[0] <= value <= spec.range[1]:
+        raise ValueError(f'{spec.name}: must be in [{spec.range[0]}, {spec.range[1]}], '
+                         f'got {value!r}')
+    if spec.choices and value not in spec.choices:
+        raise ValueError(f'{spec.name}: must be one of {", ".join(spec.choices)}, '
+                         f'got {value!r}')
+    return value
+
+
+def validate(config: NodeConfig) -> None:
+    """Check rules that span fields, raising ValueError naming the parameter at fault."""
+    if not all(config.exempt_prefixes):
+        raise ValueError('exempt_prefixes: an empty prefix would exempt every key')
+    if config.pose_source == 'board' and not config.pose_key:
+        raise ValueError('pose_key: must name a board key when pose_source is board')
+    if not config.map_frame:
+        raise ValueError('map_frame: must not be empty')
+    if len(set(config.cabin_names)) != len(config.cabin_names) or not all(config.cabin_names):
+        raise ValueError(f'cabin_names: must be distinct non-empty names, '
+                         f'got {list(config.cabin_names)}')
+    if not config.cabin_names and not config.manifests_file:
+        raise ValueError('cabin_names: no cabins configured; list cabins in cabin_names '
+                         '(with cabins.<name>.* parameters) or set manifests_file')
