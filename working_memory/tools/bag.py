@@ -1,0 +1,232 @@
+"""Write and read rosbag2 bags of working-memory topics with `rosbags` (no rclpy needed).
+
+Writing takes CDR bytes (from `rclpy.serialization.serialize_message` or a raw
+subscription), so the recorder node and an in-process demo share one writer.
+Each topic is registered with its ROS type name, the full message definition and
+its RIHS01 type hash, so `ros2 bag info/play` and rosbags read the bag.
+Reading deserializes with a rosbags typestore built from the definitions the bag
+itself carries (falling back to this package's .msg files and the Kilted types).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from rosbags.interfaces import (MessageDefinitionFormat, Qos, QosDurability, QosHistory,
+                                QosLiveliness, QosReliability, QosTime)
+from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer, WriterError
+from rosbags.typesys import (Stores, TypesysError, get_types_from_idl, get_types_from_msg,
+                             get_typestore)
+from rosbags.typesys.store import Typestore
+
+PACKAGE = 'working_memory'
+FRAME_TYPE = 'working_memory/msg/ContextFrame'
+EVICTION_TYPE = 'working_memory/msg/Eviction'
+DIAGNOSTICS_TYPE = 'diagnostic_msgs/msg/DiagnosticArray'
+STORAGES = ('mcap', 'sqlite3')
+
+
+class BagError(Exception):
+    """A bag cannot be created, written or read; the message names the bag and the reason."""
+
+
+def msg_dir() -> Path:
+    """Return the directory of this package's .msg files: the installed share, else the sources."""
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+    except ImportError:  # a plain `pip install` without ROS
+        pass
+    else:
+        try:
+            installed = Path(get_package_share_directory(PACKAGE)) / 'msg'
+        except PackageNotFoundError:
+            installed = None
+        if installed is not None and installed.is_dir():
+            return installed
+    source = Path(__file__).resolve().parents[2] / 'msg'
+    if source.is_dir():
+        return source
+    raise BagError(f'cannot find the {PACKAGE} .msg files: package not in the ament index '
+                   f'and no source tree at {source}')
+
+
+def package_types() -> dict:
+    """Return the rosbags type definitions of this package's messages, from the .msg files."""
+    types: dict = {}
+    for path in sorted(msg_dir().glob('*.msg')):
+        types.update(get_types_from_msg(path.read_text(), f'{PACKAGE}/msg/{path.stem}'))
+    return types
+
+
+def full_typestore() -> Typestore:
+    """Return a typestore with the ROS 2 Kilted types plus this package's messages."""
+    store = get_typestore(Stores.ROS2_KILTED)
+    store.register(package_types())
+    return store
+
+
+def offered_qos(latched: bool) -> Qos:
+    """Return the rosbag2 QoS record of a reliable topic, transient local when `latched`.
+
+    `ros2 bag play` republishes with it, so a replayed ~/frame stays latched.
+    """
+    unset = QosTime(0, 0)
+    return Qos(history=QosHistory.KEEP_LAST, depth=1 if latched else 100,
+               reliability=QosReliability.RELIABLE,
+               durability=QosDurability.TRANSIENT_LOCAL if latched else QosDurability.VOLATILE,
+               deadline=unset, lifespan=unset, liveliness=QosLiveliness.AUTOMATIC,
+               liveliness_lease_duration=unset, avoid_ros_namespace_conventions=False)
+
+
+class BagWriter:
+    """Write CDR-serialized messages into a new rosbag2 bag; use as a context manager or close().
+
+    A bag is only readable after close(): it writes the index and metadata.yaml.
+    """
+
+    def __init__(self, path: str | Path, storage: str = 'mcap') -> None:
+        """Create the bag directory `path` (must not exist); `storage` is 'mcap' or 'sqlite3'."""
+        if storage not in STORAGES:
+            raise ValueError(f'storage: must be one of {", ".join(STORAGES)}, got {storage!r}')
+        self.path = Path(path)
+        self._typestore = full_typestore()
+        try:
+            self._writer: Writer | None = Writer(self.path, version=Writer.VERSION_LATEST,
+                                                 storage_plugin=StoragePlugin[storage.upper()])
+            self._writer.open()
+        except (WriterError, OSError) as err:
+            raise BagError(f'cannot create bag {self.path}: {err}') from None
+        self._connections: dict[str, object] = {}
+        self.counts: dict[str, int] = {}
+
+    def add_topic(self, topic: str, msgtype: str, *, latched: bool = False) -> None:
+        """Register `topic` with ROS type `msgtype` (e.g. 'working_memory/msg/ContextFrame')."""
+        writer = self._open_writer()
+        if topic in self._connections:
+            raise BagError(f'{self.path}: topic {topic} is already registered')
+        if msgtype not in self._typestore.fielddefs:
+            raise BagError(f'{self.path}: unknown message type {msgtype!r} for topic {topic}')
+        msgdef, _ = self._typestore.generate_msgdef(msgtype, ros_version=2)
+        self._connections[topic] = writer.add_connection(
+            topic, msgtype, msgdef=msgdef, rihs01=self._typestore.hash_rihs01(msgtype),
+            offered_qos_profiles=[offered_qos(latched)])
+        self.counts[topic] = 0
+
+    def write(self, topic: str, msgtype: str, data: bytes, stamp_ns: int) -> None:
+        """Append one CDR message received at `stamp_ns` [ns]; registers the topic on first use."""
+        writer = self._open_writer()
+        if topic not in self._connections:
+            self.add_topic(topic, msgtype)
+        connection = self._connections[topic]
+        if connection.msgtype != msgtype:
+            raise BagError(f'{self.path}: topic {topic} carries {connection.msgtype}, '
+                           f'not {msgtype}')
+        writer.write(connection, int(stamp_ns), bytes(data))
+        self.counts[topic] += 1
+
+    @property
+    def closed(self) -> bool:
+        """Return True once the bag is finished."""
+        return self._writer is None
+
+    def close(self) -> None:
+        """Finish the bag (index and metadata.yaml); later calls do nothing."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+
+    def _open_writer(self) -> Writer:
+        if self._writer is None:
+            raise BagError(f'bag {self.path} is closed')
+        return self._writer
+
+    def __enter__(self) -> BagWriter:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class BagMessage:
+    """One deserialized message: `stamp_ns` is the bag's receive time [ns]."""
+
+    topic: str
+    msgtype: str
+    stamp_ns: int
+    msg: object
+
+
+class BagReader:
+    """Read a rosbag2 bag (its directory or a file in it) with rosbags; a context manager."""
+
+    def __init__(self, path: str | Path) -> None:
+        """Open the bag at `path`; BagError when there is none or it is unreadable."""
+        path = Path(path)
+        if path.is_file() and (path.parent / 'metadata.yaml').is_file():
+            path = path.parent
+        if not path.exists():
+            raise BagError(f'no bag at {path}')
+        if not (path / 'metadata.yaml').is_file():
+            raise BagError(f'{path} is not a rosbag2 bag (no metadata.yaml; '
+                           'was the recorder stopped cleanly?)')
+        self.path = path
+        self._reader = Reader(path)
+        try:
+            self._reader.open()
+        except ReaderError as err:
+            raise BagError(f'cannot read bag {path}: {err}') from None
+        self._typestore = get_typestore(Stores.EMPTY)
+        self._registered: set[str] = set()
+
+    @property
+    def topics(self) -> dict[str, str]:
+        """Return {topic: message type} of every topic in the bag."""
+        return {c.topic: c.msgtype for c in self._reader.connections}
+
+    def messages(self, topics: Iterable[str]) -> Iterator[BagMessage]:
+        """Yield the messages of `topics` in receive-time order, deserialized."""
+        connections = self.register(topics)
+        for connection, stamp_ns, data in self._reader.messages(connections=connections):
+            yield BagMessage(connection.topic, connection.msgtype, stamp_ns,
+                             self._typestore.deserialize_cdr(data, connection.msgtype))
+
+    def register(self, topics: Iterable[str]) -> list:
+        """Register the message types of `topics` for decoding; return their connections."""
+        wanted = set(topics)
+        connections = [c for c in self._reader.connections if c.topic in wanted]
+        for connection in connections:
+            if connection.msgtype not in self._registered:
+                self._register(connection)
+        return connections
+
+    def constant_names(self, msgtype: str) -> dict[int, str]:
+        """Return {value: name} of the constants of a registered `msgtype`; {} when unknown."""
+        consts, _ = self._typestore.fielddefs.get(msgtype, ((), ()))
+        return {value: name for name, _, value in consts}
+
+    def _register(self, connection) -> None:
+        try:
+            if connection.msgdef.format == MessageDefinitionFormat.IDL:
+                types = get_types_from_idl(connection.msgdef.data)
+            elif connection.msgdef.data:
+                types = get_types_from_msg(connection.msgdef.data, connection.msgtype)
+            else:  # bags of older ROS distributions carry no definitions
+                types = dict(full_typestore().fielddefs)
+            self._typestore.register(types)
+        except (TypesysError, BagError) as err:
+            raise BagError(f'{self.path}: cannot decode topic {connection.topic} '
+                           f'({connection.msgtype}): {err}') from None
+        self._registered.add(connection.msgtype)
+
+    def close(self) -> None:
+        """Close the bag files."""
+        self._reader.close()
+
+    def __enter__(self) -> BagReader:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
