@@ -1,0 +1,316 @@
+"""A recorded run as plain records: frames, evictions and diagnostics loaded from a bag.
+
+This module is the only tools code that reads message fields; everything after it
+works on the frozen records below. Times are float seconds of ROS time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from working_memory.tools.bag import (DIAGNOSTICS_TYPE, EVICTION_TYPE, FRAME_TYPE, BagError,
+                                      BagReader)
+
+EVENT_TYPE = 'working_memory/msg/LogEvent'
+MISSING_TYPE = 'working_memory/msg/MissingItem'
+STATUS_TYPE = 'diagnostic_msgs/msg/DiagnosticStatus'
+
+
+class RecordingError(Exception):
+    """A question the recording cannot answer (unknown cabin, tick not recorded)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRecord:
+    """One working item of a pack; `value` is JSON text, `last_used` [s]."""
+
+    key: str
+    value: str
+    source: str
+    importance: float
+    last_used: float
+    stale: bool
+    exempt: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One event of a pack's event window; `stamp` [s]."""
+
+    stamp: float
+    kind: str
+    source: str
+    key: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class MissingRecord:
+    """A required key (or dropped category) absent from a pack; `reason` is the constant's name."""
+
+    key: str
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class MapWindow:
+    """A pack's map window: (height, width) int8 occupancy `cells`, origin [m], [m/cell]."""
+
+    cells: np.ndarray
+    resolution: float
+    origin_x: float
+    origin_y: float
+
+    @property
+    def extent(self) -> tuple[float, float, float, float]:
+        """Return (x_min, x_max, y_min, y_max) [m] of the window."""
+        height, width = self.cells.shape
+        return (self.origin_x, self.origin_x + width * self.resolution,
+                self.origin_y, self.origin_y + height * self.resolution)
+
+
+@dataclass(frozen=True, slots=True)
+class PackRecord:
+    """One cabin's pack in one tick."""
+
+    cabin: str
+    items: tuple[ItemRecord, ...]
+    events: tuple[EventRecord, ...]
+    map_window: MapWindow
+    missing: tuple[MissingRecord, ...]
+    digest: str
+
+    def item(self, key: str) -> ItemRecord | None:
+        """Return the item with `key`, or None."""
+        return next((item for item in self.items if item.key == key), None)
+
+
+@dataclass(frozen=True, slots=True)
+class FrameRecord:
+    """One tick's frozen frame, packs in manifest order.
+
+    `stamp` is the tick time, `received` when the recorder got it (bag time) [s].
+    """
+
+    tick: int
+    stamp: float
+    received: float
+    digest: str
+    packs: Mapping[str, PackRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionRecord:
+    """One eviction: `stamp` (when) and `last_used` [s]; `reason` 'CAPACITY' or 'SIZE_BUDGET'."""
+
+    tick: int
+    stamp: float
+    key: str
+    importance: float
+    last_used: float
+    reason: str
+
+    @property
+    def age(self) -> float:
+        """Return how long the item had been unused when it was evicted [s]."""
+        return self.stamp - self.last_used
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosticRecord:
+    """One DiagnosticStatus; `stamp` of its array and `received` (bag time) [s]; level 'OK', ..."""
+
+    stamp: float
+    received: float
+    name: str
+    level: str
+    message: str
+    values: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Frames (sorted by tick, one per tick), evictions and diagnostics of one recorded run."""
+
+    path: Path
+    frames: tuple[FrameRecord, ...]
+    evictions: tuple[EvictionRecord, ...] = ()
+    diagnostics: tuple[DiagnosticRecord, ...] = ()
+    _by_tick: dict[int, FrameRecord] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, '_by_tick', {frame.tick: frame for frame in self.frames})
+
+    @property
+    def ticks(self) -> list[int]:
+        """Return the recorded ticks, ascending."""
+        return [frame.tick for frame in self.frames]
+
+    @property
+    def cabins(self) -> list[str]:
+        """Return every cabin seen, in first-seen (manifest) order."""
+        return list(dict.fromkeys(cabin for frame in self.frames for cabin in frame.packs))
+
+    def frame(self, tick: int) -> FrameRecord:
+        """Return the frame of `tick`; RecordingError naming the recorded range otherwise."""
+        try:
+            return self._by_tick[tick]
+        except KeyError:
+            raise RecordingError(f'tick {tick} not recorded in {self.path} '
+                                 f'(recorded: {describe_ticks(self.ticks)})') from None
+
+    def check_cabin(self, cabin: str) -> None:
+        """Raise RecordingError unless `cabin` appears in some frame."""
+        if cabin not in self.cabins:
+            raise RecordingError(f'unknown cabin {cabin!r} in {self.path} '
+                                 f'(cabins: {", ".join(self.cabins) or "none"})')
+
+    def pack(self, tick: int, cabin: str) -> PackRecord:
+        """Return `cabin`'s pack at `tick`."""
+        self.check_cabin(cabin)
+        frame = self.frame(tick)
+        try:
+            return frame.packs[cabin]
+        except KeyError:
+            raise RecordingError(f'cabin {cabin!r} has no pack at tick {tick} '
+                                 f'(cabins then: {", ".join(frame.packs)})') from None
+
+
+def tick_ranges(ticks: list[int]) -> list[tuple[int, int]]:
+    """Group ascending ticks into (first, last) runs of consecutive numbers."""
+    runs: list[tuple[int, int]] = []
+    for tick in ticks:
+        if runs and tick == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], tick)
+        else:
+            runs.append((tick, tick))
+    return runs
+
+
+def describe_ticks(ticks: list[int]) -> str:
+    """Return e.g. '1-40, 43-90' for the recorded ticks."""
+    if not ticks:
+        return 'none'
+    return ', '.join(str(a) if a == b else f'{a}-{b}' for a, b in tick_ranges(ticks))
+
+
+def seconds(stamp) -> float:
+    """Return a builtin_interfaces Time as float seconds."""
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def load_recording(path: str | Path, *, frame_topic: str | None = None,
+                   evictions_topic: str | None = None,
+                   diagnostics_topic: str | None = None) -> Recording:
+    """Load a bag recorded by the recorder node (or `ros2 bag record`).
+
+    A topic left None is found by type; several topics of one type need an explicit
+    choice. Frames are required, evictions and diagnostics optional.
+    """
+    with BagReader(path) as reader:
+        frames_at = pick_topic(reader, FRAME_TYPE, frame_topic, required=True)
+        evictions_at = pick_topic(reader, EVICTION_TYPE, evictions_topic)
+        diagnostics_at = pick_topic(reader, DIAGNOSTICS_TYPE, diagnostics_topic)
+        topics = [topic for topic in (frames_at, evictions_at, diagnostics_at) if topic]
+        reader.register(topics)
+        names = ConstantNames(reader)
+        frames: dict[int, FrameRecord] = {}
+        evictions: list[EvictionRecord] = []
+        diagnostics: list[DiagnosticRecord] = []
+        for message in reader.messages(topics):
+            if message.topic == frames_at:
+                # A latched frame can be delivered twice (a reconnect); keep the first copy.
+                frame = frame_record(message.msg, message.stamp_ns * 1e-9, names)
+                frames.setdefault(frame.tick, frame)
+            elif message.topic == evictions_at:
+                evictions.append(eviction_record(message.msg, names))
+            else:
+                diagnostics.extend(diagnostic_records(message.msg, message.stamp_ns * 1e-9, names))
+    return Recording(Path(path), tuple(frames[tick] for tick in sorted(frames)),
+                     tuple(sorted(evictions, key=lambda e: (e.tick, e.stamp))), tuple(diagnostics))
+
+
+def pick_topic(reader: BagReader, msgtype: str, topic: str | None,
+               required: bool = False) -> str | None:
+    """Return `topic` after checking its type, or the only topic of `msgtype` in the bag."""
+    topics = reader.topics
+    if topic is not None:
+        if topics.get(topic) != msgtype:
+            raise BagError(f'{reader.path}: no {msgtype} topic {topic} '
+                           f'(topics: {describe_topics(topics)})')
+        return topic
+    candidates = sorted(name for name, typ in topics.items() if typ == msgtype)
+    if len(candidates) > 1:
+        raise BagError(f'{reader.path}: several {msgtype} topics ({", ".join(candidates)}); '
+                       'choose one')
+    if not candidates and required:
+        raise BagError(f'{reader.path}: no {msgtype} topic (topics: {describe_topics(topics)})')
+    return candidates[0] if candidates else None
+
+
+def describe_topics(topics: Mapping[str, str]) -> str:
+    """Return 'topic [type], ...' or 'none'."""
+    return ', '.join(f'{name} [{typ}]' for name, typ in sorted(topics.items())) or 'none'
+
+
+class ConstantNames:
+    """Names of the message constants as the bag defines them (reasons, kinds, levels)."""
+
+    def __init__(self, reader: BagReader) -> None:
+        self._reader = reader
+        self._cache: dict[str, dict[int, str]] = {}
+
+    def name(self, msgtype: str, value: int) -> str:
+        """Return the name of constant `value` of `msgtype`, or the number as text."""
+        if msgtype not in self._cache:
+            self._cache[msgtype] = self._reader.constant_names(msgtype)
+        return self._cache[msgtype].get(int(value), str(int(value)))
+
+
+def frame_record(msg, received: float, names: ConstantNames) -> FrameRecord:
+    """Convert a ContextFrame message received at `received` [s]."""
+    packs = {pack.cabin: pack_record(pack, names, f'tick {msg.tick} cabin {pack.cabin}')
+             for pack in msg.packs}
+    return FrameRecord(int(msg.tick), seconds(msg.header.stamp), received, msg.digest, packs)
+
+
+def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:
+    """Convert a ContextPack message; `where` names it in errors."""
+    items = tuple(ItemRecord(i.key, i.value, i.source, float(i.importance), seconds(i.last_used),
+                             bool(i.stale), bool(i.exempt)) for i in msg.items)
+    events = tuple(EventRecord(seconds(e.header.stamp), names.name(EVENT_TYPE, e.kind), e.source,
+                               e.key, e.detail) for e in msg.recent_events)
+    missing = tuple(MissingRecord(m.key, names.name(MISSING_TYPE, m.reason), m.detail)
+                    for m in msg.missing)
+    return PackRecord(msg.cabin, items, events, map_window(msg.nearby_map, where), missing,
+                      msg.digest)
+
+
+def map_window(grid, where: str) -> MapWindow:
+    """Convert an OccupancyGrid into a MapWindow (empty when the grid is)."""
+    height, width = int(grid.info.height), int(grid.info.width)
+    cells = np.asarray(grid.data, dtype=np.int8)
+    if cells.size != height * width:
+        raise BagError(f'{where}: nearby_map has {cells.size} cells for {width}x{height}')
+    position = grid.info.origin.position
+    return MapWindow(cells.reshape(height, width), float(grid.info.resolution),
+                     float(position.x), float(position.y))
+
+
+def eviction_record(msg, names: ConstantNames) -> EvictionRecord:
+    """Convert an Eviction message."""
+    return EvictionRecord(int(msg.tick), seconds(msg.header.stamp), msg.key, float(msg.importance),
+                          seconds(msg.last_used), names.name(EVICTION_TYPE, msg.reason))
+
+
+def diagnostic_records(msg, received: float, names: ConstantNames) -> list[DiagnosticRecord]:
+    """Convert a DiagnosticArray received at `received` [s] into one record per status."""
+    stamp = seconds(msg.header.stamp)
+    return [DiagnosticRecord(stamp, received, status.name, names.name(STATUS_TYPE, status.level),
+                             status.message, {kv.key: kv.value for kv in status.values})
+            for status in msg.status]
