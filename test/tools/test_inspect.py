@@ -1,0 +1,175 @@
+"""wm-inspect on a synthetic bag: tick list, packs, why-timelines, reports and errors."""
+
+import dataclasses
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from working_memory.tools.inspect import main
+from working_memory.tools.recording import load_recording
+from working_memory.tools.series import tick_series
+from working_memory.tools.why import NOT_IN_PACK, PRESENT, why
+
+PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+
+
+def run_cli(capsys, *argv):
+    """Return (exit code, stdout, stderr) of wm-inspect."""
+    code = main([str(arg) for arg in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_why_gives_present_evicted_dropped_stale_timeline(synthetic_bag, capsys):
+    code, out, _ = run_cli(capsys, synthetic_bag, '--why', 'battery')
+    assert code == 0
+    assert out.splitlines() == [
+        "why 'battery': ticks 1-9 recorded",
+        '  evicted at tick 4 (CAPACITY): importance 0.20, unused for 1.00 s',
+        'cabin planner:',
+        '  first seen: tick 1',
+        '  ticks 1-3: present (importance 0.20)',
+        '  ticks 4-5: missing EVICTED (evicted at tick 4)',
+        '  ticks 6-7: missing INJECTED_DROP (dropped by injection)',
+        '  ticks 8-9: missing STALE (stale for 1.5 s (ttl 1.0 s))',
+        '  stale since tick 8',
+    ]
+
+
+def test_why_returns_spans_and_evictions_as_data(synthetic_bag):
+    answer = why(load_recording(synthetic_bag), 'battery', 'planner')
+    (history,) = answer.histories
+    assert [(s.first, s.last, s.state) for s in history.spans] == [
+        (1, 3, PRESENT), (4, 5, 'EVICTED'), (6, 7, 'INJECTED_DROP'), (8, 9, 'STALE')]
+    (eviction,) = answer.evictions
+    assert (eviction.tick, eviction.importance, eviction.reason) == (4, 0.2, 'CAPACITY')
+    assert eviction.age == pytest.approx(1.0)
+    assert (history.first_seen, history.stale_since) == (1, 8)
+
+
+def test_why_in_a_cabin_that_never_selects_the_key_says_not_in_pack(synthetic_bag):
+    (history,) = why(load_recording(synthetic_bag), 'battery', 'executor').histories
+    assert [(s.first, s.last, s.state) for s in history.spans] == [(1, 9, NOT_IN_PACK)]
+    assert history.first_seen is None
+
+
+def test_why_of_an_unknown_key_says_no_cabin_ever_had_it(synthetic_bag, capsys):
+    code, out, _ = run_cli(capsys, synthetic_bag, '--why', 'charging_station')
+    assert code == 0
+    assert 'never served to or required by any cabin' in out
+    assert 'evicted' not in out
+
+
+def test_why_finds_event_keys_in_event_windows(synthetic_bag):
+    (history,) = why(load_recording(synthetic_bag), 'open_door').histories
+    assert history.cabin == 'executor'
+    assert [(s.first, s.last, s.state) for s in history.spans] == [(1, 9, PRESENT)]
+    assert 'FAILURE event' in history.spans[0].detail
+
+
+def test_tick_and_cabin_show_items_flags_map_and_missing_reasons(synthetic_bag, capsys):
+    code, out, _ = run_cli(capsys, synthetic_bag, '--tick', 4, '--cabin', 'planner')
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith('tick 4  stamp 2.000 s  cabin planner  digest planner0004')
+    assert '  goal:deliver  importance 1.00  last_used 2.000 s  exempt  = {"v": 1}' in lines
+    assert 'map window: 20x10 cells at 0.100 m/cell, origin (4.00, 0.00) m' in lines
+    assert lines[-2:] == ['missing (1):', '  battery  EVICTED  evicted at tick 4']
+    assert 'executor' not in out
+
+
+def test_tick_without_cabin_shows_every_pack_and_their_events(synthetic_bag, capsys):
+    code, out, _ = run_cli(capsys, synthetic_bag, '--tick', 2)
+    assert code == 0
+    assert 'cabin planner' in out and 'cabin executor' in out
+    assert '  battery  importance 0.20  last_used 1.000 s  = {"v": 1}' in out
+    assert '  1.000 s  FAILURE  executor  open_door  {"door": "d1"}' in out
+
+
+def test_tick_list_counts_items_per_cabin_and_missing(synthetic_bag, capsys):
+    code, out, _ = run_cli(capsys, synthetic_bag)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ['tick', 'stamp', '[s]', 'digest', 'planner', 'items', 'executor',
+                                'items', 'missing']
+    assert lines[3].split() == ['3', '1.500', '03ababababab', '2', '1', '0']
+    assert lines[4].split() == ['4', '2.000', '04ababababab', '1', '1', '1']
+    assert lines[-1] == '9 frames, ticks 1-9; 2 evictions'
+
+
+def test_capacity_alarm_comes_from_diagnostics_until_cleared(synthetic_bag):
+    series = tick_series(load_recording(synthetic_bag))
+    assert [int(t) for t in series.ticks[series.alarms]] == [5, 6]
+    assert 'diagnostics' in series.alarm_source
+    assert list(series.evictions) == [0, 0, 0, 2, 0, 0, 0, 0, 0]
+    assert list(series.missing_by_reason['EVICTED']) == [0, 0, 0, 1, 1, 0, 0, 0, 0]
+    assert list(series.working_set) == [2, 2, 2, 1, 1, 1, 1, 1, 1]
+
+
+def test_capacity_alarm_without_diagnostics_needs_the_capacity(synthetic_bag):
+    recording = dataclasses.replace(load_recording(synthetic_bag), diagnostics=())
+    assert tick_series(recording).alarms is None
+    assert tick_series(recording, capacity=0).alarms.all()  # one exempt goal > 0
+    assert not tick_series(recording, capacity=1).alarms.any()
+
+
+def test_report_png_is_a_real_plot(synthetic_bag, tmp_path, capsys):
+    png = tmp_path / 'report.png'
+    code, out, _ = run_cli(capsys, synthetic_bag, '--report', png, '--map-tick', 3,
+                           '--cabin', 'planner')
+    assert code == 0 and str(png) in out
+    data = png.read_bytes()
+    assert data.startswith(PNG_SIGNATURE)
+    assert len(data) > 20_000
+
+
+def test_report_html_is_self_contained_with_image_and_table(synthetic_bag, tmp_path, capsys):
+    page = tmp_path / 'report.html'
+    code, _, _ = run_cli(capsys, synthetic_bag, '--report', page)
+    assert code == 0
+    text = page.read_text()
+    assert '<img' in text and 'src="data:image/png;base64,iVBORw0KGgo' in text
+    assert '<th>evictions</th><td>2 (most: battery ×1, scan ×1)</td>' in text
+    assert '<th>map window</th><td>tick 9, cabin planner</td>' in text
+    assert 'ticks: 5-6' in text
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--tick', 99], 'tick 99 not recorded'),
+    (['--tick', 3, '--cabin', 'pilot'], "unknown cabin 'pilot'"),
+    (['--why', 'battery', '--cabin', 'pilot'], "unknown cabin 'pilot'"),
+    (['--report', 'x.png', '--map-tick', 42], 'tick 42 not recorded'),
+])
+def test_bad_questions_exit_1_naming_the_problem(synthetic_bag, capsys, argv, message):
+    code, out, err = run_cli(capsys, synthetic_bag, *argv)
+    assert code == 1 and out == ''
+    assert err.startswith('wm-inspect: error: ') and message in err
+    assert 'planner, executor' in err or '1-9' in err
+
+
+def test_missing_bag_exits_1_naming_the_path(tmp_path, capsys):
+    code, _, err = run_cli(capsys, tmp_path / 'nowhere')
+    assert code == 1
+    assert f'no bag at {tmp_path / "nowhere"}' in err
+
+
+def test_report_needs_a_png_or_html_file(synthetic_bag, capsys):
+    code, _, err = run_cli(capsys, synthetic_bag, '--report', 'report.pdf')
+    assert code == 2
+    assert 'must end in .html or .png' in err
+
+
+def test_inspect_reads_bags_without_rclpy(synthetic_bag, tmp_path):
+    script = textwrap.dedent(f'''
+        import sys
+        sys.modules['rclpy'] = None  # any import of rclpy now fails
+        from working_memory.tools.inspect import main
+        sys.exit(main([{str(synthetic_bag)!r}, '--why', 'battery', '--cabin', 'planner']))
+    ''')
+    result = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                            cwd=tmp_path, env=dict(os.environ), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert '  ticks 4-5: missing EVICTED (evicted at tick 4)' in result.stdout

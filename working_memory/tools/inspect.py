@@ -1,0 +1,173 @@
+"""wm-inspect: answer why-questions from a bag of working-memory frames and evictions.
+
+    wm-inspect BAG                          list ticks: stamp, digest, items per cabin, missing
+    wm-inspect BAG --tick N [--cabin C]     the pack(s) of tick N
+    wm-inspect BAG --why KEY [--cabin C]    a key's timeline: present, evicted, dropped, stale, ...
+    wm-inspect BAG --report FILE.html|FILE.png [--map-tick N] [--cabin C] [--capacity N]
+
+Needs only rosbags, numpy and matplotlib (no rclpy). Exit code 0 on success, 1 when
+the bag or the question is wrong (missing bag, unknown cabin, tick not recorded), 2 on
+bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from working_memory.tools.bag import BagError
+from working_memory.tools.recording import (FrameRecord, PackRecord, Recording, RecordingError,
+                                            describe_ticks, load_recording)
+from working_memory.tools.report import REPORT_SUFFIXES, write_report
+from working_memory.tools.why import NOT_IN_PACK, PRESENT, PRESENT_STALE, WhyAnswer, why
+
+VALUE_WIDTH = 48
+DIGEST_WIDTH = 12
+SERVED_OR_UNREQUIRED = (PRESENT, PRESENT_STALE, NOT_IN_PACK)
+
+
+def tick_label(first: int, last: int) -> str:
+    """Return 'tick 4' or 'ticks 4-9'."""
+    return f'tick {first}' if first == last else f'ticks {first}-{last}'
+
+
+def shorten(text: str, width: int) -> str:
+    """Return `text` cut to `width` characters, marking the cut."""
+    return text if len(text) <= width else text[:width - 1] + '…'
+
+
+def format_tick_list(recording: Recording, cabin: str | None = None) -> str:
+    """Return one line per recorded tick: stamp, digest, items per cabin and missing count."""
+    if cabin is not None:
+        recording.check_cabin(cabin)
+    cabins = [cabin] if cabin is not None else recording.cabins
+    header = ['tick', 'stamp [s]', 'digest'] + [f'{name} items' for name in cabins] + ['missing']
+    rows = [header]
+    for frame in recording.frames:
+        packs = [frame.packs.get(name) for name in cabins]
+        rows.append([str(frame.tick), f'{frame.stamp:.3f}', frame.digest[:DIGEST_WIDTH]]
+                    + ['-' if pack is None else str(len(pack.items)) for pack in packs]
+                    + [str(sum(len(pack.missing) for pack in packs if pack is not None))])
+    widths = [max(len(row[col]) for row in rows) for col in range(len(header))]
+    lines = ['  '.join(cell.rjust(width) for cell, width in zip(row, widths)) for row in rows]
+    lines.append(f'{len(recording.frames)} frames, ticks {describe_ticks(recording.ticks)}; '
+                 f'{len(recording.evictions)} evictions')
+    return '\n'.join(lines)
+
+
+def format_pack(frame: FrameRecord, pack: PackRecord) -> str:
+    """Return one cabin's pack: items, events, map window and missing items with reasons."""
+    lines = [f'tick {frame.tick}  stamp {frame.stamp:.3f} s  cabin {pack.cabin}  '
+             f'digest {pack.digest}', f'items ({len(pack.items)}):']
+    for item in pack.items:
+        flags = ''.join(f'  {flag}' for flag, on in (('stale', item.stale),
+                                                     ('exempt', item.exempt)) if on)
+        lines.append(f'  {item.key}  importance {item.importance:.2f}  last_used '
+                     f'{item.last_used:.3f} s{flags}  = {shorten(item.value, VALUE_WIDTH)}')
+    lines.append(f'events ({len(pack.events)}):')
+    lines += [f'  {event.stamp:.3f} s  {event.kind}  {event.source}  {event.key}'
+              f'  {shorten(event.detail, VALUE_WIDTH)}' for event in pack.events]
+    window = pack.map_window
+    height, width = window.cells.shape
+    lines.append('map window: none' if not window.cells.size else
+                 f'map window: {width}x{height} cells at {window.resolution:.3f} m/cell, '
+                 f'origin ({window.origin_x:.2f}, {window.origin_y:.2f}) m')
+    lines.append(f'missing ({len(pack.missing)}):')
+    lines += [f'  {missing.key}  {missing.reason}  {missing.detail}' for missing in pack.missing]
+    return '\n'.join(lines)
+
+
+def format_tick(recording: Recording, tick: int, cabin: str | None = None) -> str:
+    """Return the packs of `tick` (only `cabin`'s when given)."""
+    if cabin is not None:
+        return format_pack(recording.frame(tick), recording.pack(tick, cabin))
+    frame = recording.frame(tick)
+    return f'frame digest {frame.digest}\n\n' + '\n\n'.join(
+        format_pack(frame, pack) for pack in frame.packs.values())
+
+
+def state_label(state: str) -> str:
+    """Return 'present', 'not in pack', ... or 'missing EVICTED' for a span state."""
+    return state if state in SERVED_OR_UNREQUIRED else f'missing {state}'
+
+
+def format_why(answer: WhyAnswer) -> str:
+    """Return the timeline of a why-answer."""
+    lines = [f'why {answer.key!r}: {tick_label(*answer.ticks)} recorded']
+    lines += [f'  evicted at tick {e.tick} ({e.reason}): importance {e.importance:.2f}, '
+              f'unused for {e.age:.2f} s' for e in answer.evictions]
+    if not answer.histories:
+        lines.append('  never served to or required by any cabin')
+    for history in answer.histories:
+        lines.append(f'cabin {history.cabin}:')
+        lines.append('  first seen: ' + ('never' if history.first_seen is None
+                                         else f'tick {history.first_seen}'))
+        lines += [f'  {tick_label(span.first, span.last)}: {state_label(span.state)} '
+                  f'({span.detail})' for span in history.spans]
+        if history.stale_since is not None:
+            lines.append(f'  stale since tick {history.stale_since}')
+    return '\n'.join(lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    """Return the command-line parser."""
+    cli = argparse.ArgumentParser(
+        prog='wm-inspect', description='Answer why-questions from a working-memory bag.',
+        epilog='Without --tick, --why or --report: list the recorded ticks.')
+    cli.add_argument('bag', help='rosbag2 bag directory (or a file inside it)')
+    mode = cli.add_mutually_exclusive_group()
+    mode.add_argument('--tick', type=int, help='show the pack(s) of this tick')
+    mode.add_argument('--why', metavar='KEY', help="explain a key's presence and absence over time")
+    mode.add_argument('--report', metavar='FILE',
+                      help='write plots to FILE.png or a self-contained FILE.html')
+    cli.add_argument('--cabin', help='restrict to this cabin (for --report: the map window cabin)')
+    cli.add_argument('--map-tick', type=int,
+                     help='tick of the map window in the report (default: the last with one)')
+    cli.add_argument('--capacity', type=int,
+                     help='working-set capacity: derive capacity alarms from the packs when '
+                          '/diagnostics has none')
+    cli.add_argument('--frame-topic', help='ContextFrame topic (default: the only one in the bag)')
+    cli.add_argument('--evictions-topic', help='Eviction topic (default: the only one)')
+    cli.add_argument('--diagnostics-topic', help='DiagnosticArray topic (default: the only one)')
+    return cli
+
+
+def run(args: argparse.Namespace) -> str:
+    """Answer the question in `args`; return the text to print."""
+    recording = load_recording(args.bag, frame_topic=args.frame_topic,
+                               evictions_topic=args.evictions_topic,
+                               diagnostics_topic=args.diagnostics_topic)
+    if args.tick is not None:
+        return format_tick(recording, args.tick, args.cabin)
+    if args.why is not None:
+        return format_why(why(recording, args.why, args.cabin))
+    if args.report is not None:
+        path = write_report(recording, args.report, map_tick=args.map_tick, cabin=args.cabin,
+                            capacity=args.capacity)
+        return f'report written to {path}'
+    return format_tick_list(recording, args.cabin)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run wm-inspect with `argv` (default: the command line); return the exit code."""
+    cli = parser()
+    try:
+        args = cli.parse_args(argv)
+        if args.report is not None and not args.report.lower().endswith(REPORT_SUFFIXES):
+            cli.error(f'--report: FILE must end in {" or ".join(REPORT_SUFFIXES)}')
+        if args.map_tick is not None and args.report is None:
+            cli.error('--map-tick only applies to --report')
+        if args.capacity is not None and args.capacity < 0:
+            cli.error('--capacity: must be >= 0')
+    except SystemExit as exit_request:  # argparse exits on --help and on usage errors
+        return int(exit_request.code or 0)
+    try:
+        print(run(args))
+    except (BagError, RecordingError, OSError) as err:
+        print(f'wm-inspect: error: {err}', file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

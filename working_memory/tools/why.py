@@ -1,0 +1,113 @@
+"""Why-answers across time: where a key was, per cabin and tick, and when it was evicted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from working_memory.tools.recording import (EvictionRecord, FrameRecord, MissingRecord, PackRecord,
+                                            Recording)
+
+PRESENT = 'present'
+PRESENT_STALE = 'present, stale'
+NOT_IN_PACK = 'not in pack'
+STALE_STATES = (PRESENT_STALE, 'STALE')
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Consecutive recorded ticks in which a key had one state in one cabin.
+
+    `state` is PRESENT, PRESENT_STALE, NOT_IN_PACK (neither served nor required) or a
+    MissingItem reason name ('EVICTED', 'STALE', 'OUT_OF_SCOPE', 'INJECTED_DROP', ...);
+    `detail` is the first tick's detail.
+    """
+
+    first: int
+    last: int
+    state: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class CabinHistory:
+    """A key's spans in one cabin; `first_seen` is the first tick it was served (None: never)."""
+
+    cabin: str
+    spans: tuple[Span, ...]
+    first_seen: int | None
+    stale_since: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WhyAnswer:
+    """Everything the recording says about one key."""
+
+    key: str
+    ticks: tuple[int, int]
+    evictions: tuple[EvictionRecord, ...]
+    histories: tuple[CabinHistory, ...]
+
+
+def missing_entry(pack: PackRecord, key: str) -> MissingRecord | None:
+    """Return the pack's missing entry that covers `key`: the key itself or a dropped category.
+
+    Injected drops may name a category ('board:battery*', a glob); event categories
+    ('events:FAILURE') cannot be matched to a key and are left out.
+    """
+    for missing in pack.missing:
+        pattern = missing.key.removeprefix('board:')
+        if missing.key == key or (not missing.key.startswith('events:')
+                                  and fnmatchcase(key, pattern)):
+            return missing
+    return None
+
+
+def state_at(pack: PackRecord | None, key: str) -> tuple[str, str]:
+    """Return (state, detail) of `key` in one pack (None: the cabin had no pack that tick)."""
+    if pack is None:
+        return NOT_IN_PACK, 'cabin had no pack'
+    item = pack.item(key)
+    if item is not None:
+        detail = f'importance {item.importance:.2f}' + (', exempt' if item.exempt else '')
+        return (PRESENT_STALE if item.stale else PRESENT), detail
+    event = next((e for e in pack.events if e.key == key), None)
+    if event is not None:
+        return PRESENT, f'{event.kind} event at {event.stamp:.2f} s'
+    missing = missing_entry(pack, key)
+    if missing is not None:
+        return missing.reason, missing.detail
+    return NOT_IN_PACK, 'not selected and not required by the manifest'
+
+
+def cabin_history(frames: tuple[FrameRecord, ...], cabin: str, key: str) -> CabinHistory:
+    """Return the spans of `key` in `cabin` over the recorded frames."""
+    spans: list[Span] = []
+    for frame in frames:
+        state, detail = state_at(frame.packs.get(cabin), key)
+        if spans and spans[-1].state == state:
+            last = spans[-1]
+            spans[-1] = Span(last.first, frame.tick, state, last.detail)
+        else:
+            spans.append(Span(frame.tick, frame.tick, state, detail))
+    first_seen = next((s.first for s in spans if s.state in (PRESENT, PRESENT_STALE)), None)
+    stale_since = spans[-1].first if spans and spans[-1].state in STALE_STATES else None
+    return CabinHistory(cabin, tuple(spans), first_seen, stale_since)
+
+
+def mentions(history: CabinHistory) -> bool:
+    """Return True when the key was ever served or reported missing in the cabin."""
+    return any(span.state != NOT_IN_PACK for span in history.spans)
+
+
+def why(recording: Recording, key: str, cabin: str | None = None) -> WhyAnswer:
+    """Explain `key` over the recording in `cabin`, else in every cabin that ever mentions it."""
+    if cabin is not None:
+        recording.check_cabin(cabin)
+    cabins = [cabin] if cabin is not None else recording.cabins
+    histories = [cabin_history(recording.frames, name, key) for name in cabins]
+    if cabin is None:
+        histories = [history for history in histories if mentions(history)]
+    ticks = recording.ticks
+    return WhyAnswer(key, (ticks[0], ticks[-1]) if ticks else (0, 0),
+                     tuple(e for e in recording.evictions if e.key == key), tuple(histories))
