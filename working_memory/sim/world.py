@@ -175,6 +175,7 @@ class DeliveryWorld:
         self.map_version = 0
         self.time_ns = 0                 # integer, so many small steps add up exactly
         self.pose = Pose(*self.config.start)
+        self.velocity = (0.0, 0.0)       # applied (v [m/s], w [rad/s]) of the last step
         self.battery = 1.0
         self.delivered = False
         self.zone_violations = 0
@@ -210,6 +211,7 @@ class DeliveryWorld:
         v = min(max(v, -cfg.max_linear_mps), cfg.max_linear_mps)
         w = min(max(w, -cfg.max_angular_rps), cfg.max_angular_rps)
         collided = not self._drive(dt, v, w)
+        self.velocity = (0.0, 0.0) if collided else (v, w)
         moved = 0.0 if collided else abs(v) * dt
         self.battery = max(0.0, self.battery - cfg.battery_idle_drain_per_s * dt
                            - cfg.battery_drain_per_m * moved)

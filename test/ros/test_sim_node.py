@@ -1,0 +1,199 @@
+"""The simulator node over real DDS: /clock advances, /map is latched, the board and log respond."""
+
+import time
+
+import pytest
+import rclpy
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import OccupancyGrid, Odometry
+from rclpy.exceptions import ParameterException
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import String
+
+from working_memory.core.items import Event, EventKind
+from working_memory.msg import BoardUpdate, LogEvent
+from working_memory.ros.conversions import (
+    board_batch_from_msg, event_from_msg, grid_from_msg, json_from_string_msg, log_event_msg,
+    pose_from_odometry, seconds_from_time)
+from working_memory.ros.qos import latched_qos, map_qos, stream_qos
+from working_memory.ros.sim_node import SimWorldNode
+from working_memory.sim.world import WorldConfig
+
+SPIN_LIMIT_S = 20.0  # a bound on a hung test, never a timing assertion
+NEAR_DOOR = WorldConfig(start=(9.3, 6.0, 0.0))
+
+
+@pytest.fixture(scope='module', autouse=True)
+def ros_context():
+    rclpy.init()
+    yield
+    rclpy.shutdown()
+
+
+class Probe:
+    """A test node that records what the simulator publishes."""
+
+    def __init__(self, spin_until):
+        self.node = rclpy.create_node('sim_probe')
+        self.spin_until = spin_until
+        self.clock, self.board, self.events, self.status, self.odom, self.maps = ([], {}, [], [],
+                                                                                  [], [])
+        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                              reliability=ReliabilityPolicy.RELIABLE,
+                              durability=DurabilityPolicy.VOLATILE)
+        self.node.create_subscription(Clock, '/clock',
+                                      lambda m: self.clock.append(seconds_from_time(m.clock)),
+                                      reliable)
+        self.node.create_subscription(BoardUpdate, 'board', self._on_board, stream_qos())
+        self.node.create_subscription(LogEvent, 'log',
+                                      lambda m: self.events.append(event_from_msg(m, 0.0)),
+                                      stream_qos())
+        self.node.create_subscription(String, '/sim_world/status', lambda m: self.status.append(
+            json_from_string_msg(m, 'status')), latched_qos())
+        self.node.create_subscription(Odometry, '/odom',
+                                      lambda m: self.odom.append(pose_from_odometry(m, 'map')),
+                                      reliable)
+        self.cmd_vel = self.node.create_publisher(Twist, '/cmd_vel', 10)
+        self.log = self.node.create_publisher(LogEvent, 'log', stream_qos())
+
+    def _on_board(self, msg):
+        for entry in board_batch_from_msg(msg, 0.0).entries:
+            self.board.setdefault(entry.key, []).append(entry)
+
+    def subscribe_map(self):
+        self.node.create_subscription(OccupancyGrid, '/map',
+                                      lambda m: self.maps.append(grid_from_msg(m, 'map')),
+                                      map_qos())
+
+    def request(self, strategy):
+        event = Event(stamp=0.0, kind=EventKind.ACTION, source='executor', key='open_door',
+                      detail={'strategy': strategy, 'attempt': 1})
+        # The sim's `log` subscription must have matched, or the (volatile) request is lost;
+        # the probe's own subscription is the other match.
+        self.spin_until(lambda: self.log.get_subscription_count() >= 2)
+        self.log.publish(log_event_msg(event))
+
+    def events_of(self, kind, key):
+        return [event for event in self.events if event.kind is kind and event.key == key]
+
+
+@pytest.fixture
+def start_stack():
+    """Return start(world_config=None, **parameters) -> (sim node, probe, spin_until)."""
+    executor = SingleThreadedExecutor()
+    nodes = []
+
+    def spin_until(condition, on_spin=None):
+        deadline = time.monotonic() + SPIN_LIMIT_S
+        while not condition():
+            assert time.monotonic() < deadline, 'condition not reached within the spin limit'
+            if on_spin is not None:
+                on_spin()
+            executor.spin_once(timeout_sec=0.05)
+
+    def start(world_config=None, **parameters):
+        sim = SimWorldNode(world_config, parameter_overrides=[
+            Parameter(name, value=value) for name, value in parameters.items()])
+        probe = Probe(spin_until)
+        nodes.extend((sim, probe.node))
+        executor.add_node(sim)
+        executor.add_node(probe.node)
+        return sim, probe, spin_until
+
+    yield start
+    executor.shutdown()
+    for node in nodes:
+        node.destroy_node()
+
+
+@pytest.fixture
+def stack(start_stack):
+    """Yield the simulator with default parameters, a probe and spin_until."""
+    return start_stack()
+
+
+def test_clock_advances_in_sim_dt_steps(stack):
+    sim, probe, spin_until = stack
+    spin_until(lambda: len(probe.clock) >= 5)
+    assert probe.clock == sorted(probe.clock) and probe.clock[-1] > probe.clock[0]
+    steps = [round((b - a) / 0.02) for a, b in zip(probe.clock, probe.clock[1:])]
+    assert all(step >= 1 for step in steps)
+
+
+def test_late_subscriber_receives_the_latched_map(stack):
+    sim, probe, spin_until = stack
+    spin_until(lambda: probe.clock and probe.clock[-1] > 0.3)
+    probe.subscribe_map()
+    spin_until(lambda: probe.maps)
+    grid = probe.maps[-1]
+    assert grid.data.shape == (120, 200)
+    assert grid.resolution == pytest.approx(0.1)
+    assert (grid.data == sim.world.grid).all()
+
+
+def test_board_carries_pose_and_static_keys_and_log_opens_the_mission(stack):
+    sim, probe, spin_until = stack
+    spin_until(lambda: 'pose' in probe.board and 'goal:deliver' in probe.board
+               and probe.events_of(EventKind.CONSTRAINT, 'safety:zone/high_voltage'))
+    pose = probe.board['pose'][-1]
+    assert (pose.value['x'], pose.value['y']) == (2.0, 6.0)
+    assert pose.ttl == pytest.approx(0.5) and pose.tags == ('navigation',)
+    assert probe.board['safety:zone/high_voltage'][-1].importance == 1.0
+    assert probe.board['door:main'][-1].value['state'] == 'closed'
+    assert probe.events_of(EventKind.GOAL, 'goal:deliver')
+
+
+def test_late_board_subscriber_still_learns_the_static_keys(stack):
+    sim, probe, spin_until = stack
+    spin_until(lambda: 'goal:deliver' in probe.board and probe.clock[-1] > 0.5)
+    late = []
+    probe.node.create_subscription(
+        BoardUpdate, 'board',
+        lambda m: late.extend(entry.key for entry in board_batch_from_msg(m, 0.0).entries),
+        stream_qos())
+    spin_until(lambda: 'goal:deliver' in late and 'safety:zone/high_voltage' in late)
+    assert len(probe.board['goal:deliver']) >= 2
+
+
+def test_cmd_vel_moves_the_robot(stack):
+    sim, probe, spin_until = stack
+    spin_until(lambda: probe.odom)
+    forward = Twist()
+    forward.linear.x = 0.8
+    spin_until(lambda: probe.odom[-1][0] > 2.5, on_spin=lambda: probe.cmd_vel.publish(forward))
+    spin_until(lambda: probe.board['pose'][-1].value['x'] > 2.5)
+    assert probe.odom[-1][1] == pytest.approx(6.0)
+
+
+def test_non_finite_cmd_vel_is_rejected_and_the_robot_stays(stack):
+    sim, probe, spin_until = stack
+    bad = Twist()
+    bad.linear.x = float('nan')
+    spin_until(lambda: probe.clock and probe.clock[-1] > 0.5,
+               on_spin=lambda: probe.cmd_vel.publish(bad))
+    assert sim.world.pose.x == 2.0
+    spin_until(lambda: probe.clock[-1] > 0.7)
+
+
+def test_open_door_push_fails_then_remote_open_opens_it(start_stack):
+    sim, probe, spin_until = start_stack(NEAR_DOOR, door_push_failures=1)
+    spin_until(lambda: probe.events_of(EventKind.GOAL, 'goal:deliver'))
+    probe.request('push')
+    spin_until(lambda: probe.events_of(EventKind.FAILURE, 'open_door'))
+    assert probe.events_of(EventKind.FAILURE, 'open_door')[0].detail['strategy'] == 'push'
+    assert not sim.world.door_open
+    probe.request('remote_open')
+    spin_until(lambda: probe.events_of(EventKind.OBSERVATION, 'door:main'))
+    spin_until(lambda: probe.board['door:main'][-1].value['state'] == 'open')
+    spin_until(lambda: probe.status and probe.status[-1]['door']['state'] == 'open')
+    probe.subscribe_map()
+    spin_until(lambda: probe.maps)
+    assert probe.maps[-1].data[60, 100] == 0
+
+
+def test_out_of_range_parameter_is_rejected_naming_it():
+    with pytest.raises(ParameterException, match='sim_dt'):
+        SimWorldNode(parameter_overrides=[Parameter('sim_dt', value=0.0)])

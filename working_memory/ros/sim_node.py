@@ -1,0 +1,210 @@
+"""ROS adapter of the delivery world: the stand-in for Gazebo + ros_gz_bridge (and the mission)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import OccupancyGrid, Odometry
+from rclpy.clock import Clock as TimerClock
+from rclpy.clock import ClockType
+from rclpy.event_handler import PublisherEventCallbacks
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import String
+
+from working_memory.core.gridmap import MapWindow
+from working_memory.core.items import Event, EventKind
+from working_memory.msg import BoardUpdate, LogEvent
+from working_memory.ros.conversions import (
+    board_update_msg, clock_msg, declare_parameters, event_from_msg, grid_msg_from_window,
+    json_string_msg, log_event_msg, odometry_msg, twist_from_msg)
+from working_memory.ros.decision_node import run
+from working_memory.ros.qos import latched_qos, map_qos, stream_qos
+from working_memory.ros.sim_params import SIM_PARAMS, sim_config_from_values
+from working_memory.sim.cadence import Cadence, ChangedEntries
+from working_memory.sim.world import DeliveryWorld, WorldConfig
+
+
+def event_log_qos() -> QoSProfile:
+    """Return reliable, transient-local, keep-last-1000 for the events this node logs.
+
+    Volatile subscribers get events from the moment they match; subscribers that
+    ask for transient local also get the history (the opening GOAL and CONSTRAINT).
+    """
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def sensor_stream_qos() -> QoSProfile:
+    """Return reliable, volatile, keep-last-10 like ros_gz_bridge's /clock and /odom."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+def command_qos() -> QoSProfile:
+    """Return best-effort keep-last-10 for /cmd_vel: accepts reliable and best-effort senders."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                      reliability=ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+class SimWorldNode(Node):
+    """Steps the seeded delivery world on a wall-clock timer and publishes it as ROS topics.
+
+    This node is the clock source: it never uses sim time itself. Its step timer
+    runs on the steady clock (period sim_dt / real_time_factor) and every
+    message is stamped with world time.
+
+    ROS Parameters: see `working_memory.ros.sim_params.SIM_PARAMS` (seed,
+    real_time_factor, sim_dt, rates, sensor_count, door_push_failures, ...).
+
+    Subscriptions:
+        /cmd_vel (geometry_msgs/Twist): linear.x [m/s] and angular.z [rad/s]; the robot
+            stops when it is silent for cmd_vel_timeout_s or a command is not finite.
+        log (LogEvent): ACTION events; `open_door` with detail {"strategy"} is resolved.
+
+    Publishers:
+        /clock (rosgraph_msgs/Clock): every step.
+        /odom (nav_msgs/Odometry): ground truth in map_frame, at odom_rate_hz.
+        /map (nav_msgs/OccupancyGrid, latched): at start and whenever the door opens.
+        board (BoardUpdate): goal, zone, door, charging stations at start, on change and
+            again for each new subscriber; pose, battery, sensor:<n> at their rates.
+        log (LogEvent): GOAL and CONSTRAINT once a subscriber listens; FAILURE and
+            OBSERVATION outcomes of actions, door opened, delivered.
+        ~/status (std_msgs/String, latched): JSON of the outcome (time, pose, delivered,
+            zone_violations, collisions, door).
+    """
+
+    def __init__(self, world_config: WorldConfig | None = None, **kwargs):
+        super().__init__('sim_world', **kwargs)
+        self._config = sim_config_from_values(declare_parameters(self, SIM_PARAMS))
+        world_config = dataclasses.replace(world_config or WorldConfig(),
+                                           sensor_count=self._config.sensor_count)
+        self._world = DeliveryWorld(world_config, seed=self._config.seed,
+                                    door_push_failures=self._config.push_failures_override)
+        self._changed_static = ChangedEntries()
+        self._resend_static = False
+        self._mission_started = False
+        self._map_version = None
+        self._collisions = 0
+        self._command = (0.0, 0.0)
+        self._command_ns = None
+        self._actions: list[Event] = []
+        self._cadences = {name: Cadence(getattr(self._config, f'{name}_rate_hz'))
+                          for name in ('odom', 'pose', 'battery', 'sensor', 'status')}
+
+        self._clock_pub = self.create_publisher(Clock, '/clock', sensor_stream_qos())
+        self._odom_pub = self.create_publisher(Odometry, '/odom', sensor_stream_qos())
+        self._map_pub = self.create_publisher(OccupancyGrid, '/map', map_qos())
+        self._board_pub = self.create_publisher(
+            BoardUpdate, 'board', stream_qos(),
+            event_callbacks=PublisherEventCallbacks(matched=self._on_board_matched))
+        self._log_pub = self.create_publisher(LogEvent, 'log', event_log_qos())
+        self._status_pub = self.create_publisher(String, '~/status', latched_qos())
+        self.create_subscription(Twist, '/cmd_vel', self._on_cmd_vel, command_qos())
+        self.create_subscription(LogEvent, 'log', self._on_log, stream_qos())
+        self.create_timer(self._config.step_period_s, self._on_step,
+                          clock=TimerClock(clock_type=ClockType.STEADY_TIME))
+        self.get_logger().info(
+            f'delivery world: seed {self._config.seed}, '
+            f'{self._world.push_failures_left} failing push(es), sim_dt {self._config.sim_dt} s, '
+            f'real_time_factor {self._config.real_time_factor}')
+
+    @property
+    def world(self) -> DeliveryWorld:
+        """The simulated world (read it between spins; only the step timer changes it)."""
+        return self._world
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        try:
+            self._command = twist_from_msg(msg)
+        except ValueError as error:
+            self._command = (0.0, 0.0)
+            self.get_logger().warning(f'{error}; robot stopped', throttle_duration_sec=1.0)
+        self._command_ns = self._world.time_ns
+
+    def _on_log(self, msg: LogEvent) -> None:
+        try:
+            event = event_from_msg(msg, self._world.time)
+        except ValueError as error:
+            self.get_logger().warning(f'log: rejected: {error}', throttle_duration_sec=1.0)
+            return
+        if event.kind is EventKind.ACTION:
+            self._actions.append(event)
+
+    def _on_board_matched(self, info) -> None:
+        # Board updates replace by key, so re-sending the static keys is harmless to
+        # existing subscribers and lets a late one (a restarted node) learn them.
+        if info.current_count_change > 0:
+            self._resend_static = True
+
+    def _on_step(self) -> None:
+        world = self._world
+        report = world.step(self._config.sim_dt, *self._current_command())
+        now = world.time
+        events = list(report.events)
+        if not self._mission_started and self._log_has_listener():
+            self._mission_started = True
+            events = world.start_events(now) + events
+        for action in self._actions:
+            events += world.request_action(action.key, _strategy_of(action), now).events
+        self._actions.clear()
+        if world.collisions != self._collisions:
+            self._collisions = world.collisions
+            self.get_logger().warning(f'collision at ({world.pose.x:.2f}, {world.pose.y:.2f}): '
+                                      'robot stopped')
+        self._publish(now, events)
+
+    def _current_command(self) -> tuple[float, float]:
+        timeout_ns = round(self._config.cmd_vel_timeout_s * 1e9)
+        if self._command_ns is None or self._world.time_ns - self._command_ns > timeout_ns:
+            return (0.0, 0.0)
+        return self._command
+
+    def _log_has_listener(self) -> bool:
+        # This node's own `log` subscription is one match; the mission starts (GOAL and
+        # CONSTRAINT are logged) once another node listens, so the first one gets them.
+        return self._log_pub.get_subscription_count() > 1
+
+    def _publish(self, now: float, events: list[Event]) -> None:
+        world, config, due = self._world, self._config, self._cadences
+        self._clock_pub.publish(clock_msg(now))
+        if world.map_version != self._map_version:
+            self._map_version = world.map_version
+            window = MapWindow(world.grid, (0.0, 0.0), world.config.resolution)
+            self._map_pub.publish(grid_msg_from_window(window, config.map_frame, now))
+        if due['odom'].due(world.time_ns):
+            self._odom_pub.publish(odometry_msg(world.pose.x, world.pose.y, world.pose.yaw,
+                                                *world.velocity, now, config.map_frame,
+                                                config.base_frame))
+        entries = self._changed_static.select(world.static_entries(now), self._resend_static)
+        self._resend_static = False
+        if due['pose'].due(world.time_ns):
+            entries.append(world.pose_entry(now))
+        if due['battery'].due(world.time_ns):
+            entries.append(world.battery_entry(now))
+        if due['sensor'].due(world.time_ns):
+            entries += world.sensor_entries(now)
+        if entries:
+            self._board_pub.publish(board_update_msg(entries, now))
+        for event in events:
+            self.get_logger().info(f'{event.kind.value} {event.key}: {event.detail}')
+            self._log_pub.publish(log_event_msg(event))
+        # Also on every event, so the latched status shows a door opening or a delivery at once.
+        if due['status'].due(world.time_ns) or events:
+            self._status_pub.publish(json_string_msg(world.status()))
+
+
+def _strategy_of(action: Event) -> str:
+    """Return the strategy an ACTION event asks for ('' when its detail names none)."""
+    detail = action.detail
+    return str(detail.get('strategy', '')) if isinstance(detail, dict) else ''
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the simulator node until shutdown."""
+    return run(SimWorldNode, args)
