@@ -56,6 +56,12 @@ def test_stops_at_the_goal():
     assert (command.linear, command.angular, command.decision) == (0.0, 0.0, 'arrived')
 
 
+def test_waits_at_the_end_of_a_partial_route():
+    partial = dict(ROUTE, reaches_goal=False)
+    command = Executor().decide(executor_pack(pose=(16.9, 6.0, 0.0), route=partial), now=1.0)
+    assert (command.linear, command.angular, command.decision) == (0.0, 0.0, 'wait_route')
+
+
 @pytest.mark.parametrize('drop, key', [('pose', 'pose'), ('route', 'route')])
 def test_holds_when_pose_or_route_is_absent(drop, key):
     kwargs = {drop: None}

@@ -87,7 +87,7 @@ def test_alarm_instead_of_route_when_safety_constraint_is_missing(reason):
     result = Planner().plan(planner_pack(open_room(), room_values(zone=None), missing))
     assert isinstance(result, ConstraintAlarm)
     assert [item.key for item in result.missing] == ['safety:*']
-    assert reason.value in result.reason and 'tick 7' in result.reason
+    assert reason.value in result.reason and 'planner pack' in result.reason
 
 
 def test_alarm_names_the_injected_drop_of_a_board_category():
@@ -120,9 +120,18 @@ def test_no_route_without_pose_or_goal(drop, expected):
     assert isinstance(result, NoRoute) and expected in result.reason
 
 
-def test_no_route_when_goal_is_outside_the_map_window():
-    result = Planner().plan(planner_pack(open_room(), room_values(goal=(12.0, 2.5))))
-    assert isinstance(result, NoRoute) and 'outside the map window' in result.reason
+def test_goal_beyond_the_window_gives_a_partial_route_to_the_border():
+    grid = open_room()
+    grid[1:-1, -1] = 0   # the room goes on to the east, beyond the window
+    result = Planner().plan(planner_pack(grid, room_values(goal=(14.0, 2.5))))
+    assert isinstance(result, Route) and not result.reaches_goal
+    assert result.waypoints[-1][0] == pytest.approx(9.95)
+    assert abs(result.waypoints[-1][1] - 2.5) < 0.5
+
+
+def test_goal_beyond_a_closed_window_is_unreachable():
+    result = Planner().plan(planner_pack(open_room(), room_values(goal=(14.0, 2.5))))
+    assert isinstance(result, NoRoute) and 'inside the map window' in result.reason
 
 
 def test_no_route_without_map_window():
@@ -180,6 +189,17 @@ def test_delivery_route_goes_through_the_door_and_around_the_zone(door_state):
     assert clearance_to_box(points, zone).min() >= world.robot_radius_m - RES
 
 
+def test_window_around_the_start_leaves_through_the_door():
+    # The planner's map window (radius 8 m around the start) ends at the inner wall.
+    world, pack = delivery_world_pack('closed')
+    window = MapWindow(pack.map_window.data[:, :101], (0.0, 0.0), RES)
+    result = Planner(PlannerConfig(robot_radius_m=world.robot_radius_m)).plan(
+        planner_pack(window.data, dict(pack.values)))
+    assert isinstance(result, Route) and not result.reaches_goal
+    end_x, end_y = result.waypoints[-1]
+    assert end_x == pytest.approx(10.05) and abs(end_y - world.door_y) < world.door_width_m / 2
+
+
 def test_closed_door_without_door_item_blocks_the_way():
     world, pack = delivery_world_pack('closed')
     values = dict(pack.values)
@@ -217,3 +237,22 @@ def test_astar_finds_a_valid_path_exactly_when_goal_is_reachable(cells, start_i,
         assert path[0] == start and path[-1] == goal
         assert all(passable[cell] for cell in path)
         assert all(max(abs(a[0] - b[0]), abs(a[1] - b[1])) == 1 for a, b in zip(path, path[1:]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.booleans(), min_size=144, max_size=144), st.integers(0, 143),
+       st.integers(-30, 40), st.integers(-30, 40))
+def test_astar_to_a_goal_beyond_the_grid_ends_on_a_reachable_border_cell(cells, start_i, goal_row,
+                                                                         goal_col):
+    passable = np.array(cells).reshape(12, 12)
+    start = divmod(start_i, 12)
+    passable[start] = True
+    goal = (goal_row, goal_col)
+    if 0 <= goal_row < 12 and 0 <= goal_col < 12:
+        goal = (goal_row + 12, goal_col)
+    path = astar(passable, start, goal)
+    border = {cell for cell in flood_reachable(passable, start)
+              if cell[0] in (0, 11) or cell[1] in (0, 11)}
+    assert (path is not None) == bool(border)
+    if path is not None:
+        assert path[0] == start and path[-1] in border

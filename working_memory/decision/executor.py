@@ -27,6 +27,7 @@ OPEN_DOOR = 'open_door'
 FOLLOW_ROUTE = 'follow_route'
 HOLD = 'hold'
 ARRIVED = 'arrived'
+WAIT_ROUTE = 'wait_route'
 # Drop categories that hide FAILURE events from the pack.
 FAILURE_DROPS = ('events:FAILURE', 'events:*')
 
@@ -167,7 +168,11 @@ class Executor:
         base['route_tick'] = route.get('tick')
         remaining = math.dist(pose[:2], waypoints[-1])
         if remaining <= self.config.goal_tolerance_m:
-            return self._stop(ARRIVED, dict(base, remaining_m=round(remaining, 3)))
+            # A partial route (goal beyond the planner's map window) ends short of the goal:
+            # wait there for the planner's next, longer route.
+            arrived = route.get('reaches_goal', True) is not False
+            return self._stop(ARRIVED if arrived else WAIT_ROUTE,
+                              dict(base, remaining_m=round(remaining, 3)))
         if door is not None:
             if not door.is_open and math.dist(pose[:2], (door.x, door.y)) <= self.config.door_stop_m:
                 return self._door(pack, now, policy, base)

@@ -8,53 +8,12 @@ import types
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import numpy as np
-
+from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, EventKind, Missing, MissingReason
 
 
 class PackValueError(ValueError):
     """A pack value a decision needs is absent or malformed; the message names the key."""
-
-
-@dataclass(frozen=True)
-class MapWindow:
-    """Occupancy values of a map window: row-major int8, -1 unknown, 0..100 occupancy.
-
-    `origin` is the world position [m] of the lower-left corner of cell (0, 0);
-    row index grows with y, column index with x; `resolution` is [m/cell].
-    """
-
-    data: np.ndarray
-    origin: tuple[float, float]
-    resolution: float
-
-    def __post_init__(self):
-        if self.data.ndim != 2 or self.data.dtype != np.int8:
-            raise ValueError(f'map window: data must be a 2-D int8 array, got '
-                             f'{self.data.ndim}-D {self.data.dtype}')
-        if not (math.isfinite(self.resolution) and self.resolution > 0.0):
-            raise ValueError(f'map window: resolution must be > 0 m, got {self.resolution!r}')
-        self.data.flags.writeable = False
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """Return (rows, columns)."""
-        return self.data.shape
-
-    def cell_of(self, x: float, y: float) -> tuple[int, int]:
-        """Return the (row, column) of the cell holding world point (x, y) [m]; may lie outside."""
-        return (math.floor((y - self.origin[1]) / self.resolution),
-                math.floor((x - self.origin[0]) / self.resolution))
-
-    def center_of(self, row: int, col: int) -> tuple[float, float]:
-        """Return the world position [m] of a cell's center."""
-        return (self.origin[0] + (col + 0.5) * self.resolution,
-                self.origin[1] + (row + 0.5) * self.resolution)
-
-    def contains(self, row: int, col: int) -> bool:
-        """Return True when (row, column) is a cell of the window."""
-        return 0 <= row < self.data.shape[0] and 0 <= col < self.data.shape[1]
 
 
 @dataclass(frozen=True)

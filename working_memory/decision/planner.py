@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from working_memory.core.items import Missing
-from working_memory.decision.pack import Door, MapWindow, PackValueError, PackView
+from working_memory.core.gridmap import MapWindow
+from working_memory.decision.pack import Door, PackValueError, PackView
 
 SQRT2 = math.sqrt(2.0)
 # 8-connected moves: (d_row, d_col, cost in cells).
@@ -57,11 +58,16 @@ class PlannerConfig:
 
 @dataclass(frozen=True)
 class Route:
-    """A collision-free route: waypoints [m] from the pose to the goal, and its length [m]."""
+    """A collision-free route: waypoints [m] from the pose, and its length [m].
+
+    When the goal lies outside the map window the route ends on the window's
+    border where the rest of the way looks shortest, and `reaches_goal` is False.
+    """
 
     waypoints: tuple[tuple[float, float], ...]
     length_m: float
     constraints: tuple[str, ...]    # safety keys the route respects
+    reaches_goal: bool = True
 
 
 @dataclass(frozen=True)
@@ -86,8 +92,8 @@ def check_constraints(pack: PackView, safety_prefix: str = 'safety:') -> Constra
     related = tuple(item for item in pack.missing if _concerns_safety(item.key, safety_prefix))
     reasons = ', '.join(f'{item.key}: {item.reason.value}' for item in related)
     return ConstraintAlarm(
-        reason=f'no safety constraint ({safety_prefix}*) in the {pack.cabin} pack of tick '
-               f'{pack.tick}' + (f' ({reasons})' if reasons else ''),
+        reason=f'no safety constraint ({safety_prefix}*) in the {pack.cabin} pack'
+               + (f' ({reasons})' if reasons else ''),
         missing=related)
 
 
@@ -127,21 +133,25 @@ class Planner:
             return NoRoute(str(err))
         passable = self._passable(grid, zones, [door for door in doors if not door.is_open],
                                   start, goal)
-        start_cell, goal_cell = grid.cell_of(*start), grid.cell_of(*goal)
+        start_cell, goal_cell = cell_of(grid, *start), cell_of(grid, *goal)
+        reaches_goal = contains(grid, goal_cell)
+        if not contains(grid, start_cell):
+            return NoRoute(f'pose ({start[0]:.2f}, {start[1]:.2f}) m is outside the map window')
         for name, cell, point in (('pose', start_cell, start), ('goal', goal_cell, goal)):
-            if not grid.contains(*cell):
-                return NoRoute(f'{name} ({point[0]:.2f}, {point[1]:.2f}) m is outside the map window')
-            if not passable[cell]:
+            if contains(grid, cell) and not passable[cell]:
                 return NoRoute(f'{name} ({point[0]:.2f}, {point[1]:.2f}) m is on a blocked cell')
         cells = astar(passable, start_cell, goal_cell)
         if cells is None:
             return NoRoute(f'goal ({goal[0]:.2f}, {goal[1]:.2f}) m is unreachable from '
-                           f'({start[0]:.2f}, {start[1]:.2f}) m')
+                           f'({start[0]:.2f}, {start[1]:.2f}) m'
+                           + ('' if reaches_goal else ' inside the map window'))
         corners = shortcut(passable, cells)
-        waypoints = ((start,) + tuple(_rounded(grid.center_of(*cell)) for cell in corners[1:-1])
-                     + (goal,))
+        end = goal if reaches_goal else _rounded(center_of(grid, corners[-1]))
+        waypoints = ((start,) + tuple(_rounded(center_of(grid, cell)) for cell in corners[1:-1])
+                     + (end,))
         length = sum(math.dist(a, b) for a, b in zip(waypoints, waypoints[1:]))
-        return Route(waypoints=waypoints, length_m=length, constraints=tuple(safety_keys))
+        return Route(waypoints=waypoints, length_m=length, constraints=tuple(safety_keys),
+                     reaches_goal=reaches_goal)
 
     def _passable(self, grid: MapWindow, zones: list[np.ndarray], closed_doors: list[Door],
                   start: tuple[float, float], goal: tuple[float, float]) -> np.ndarray:
@@ -184,6 +194,23 @@ def _zone_polygon(key: str, value) -> np.ndarray | None:
     return polygon
 
 
+def cell_of(grid: MapWindow, x: float, y: float) -> tuple[int, int]:
+    """Return the (row, column) of the cell holding world point (x, y) [m]; may lie outside."""
+    return (math.floor((y - grid.origin[1]) / grid.resolution),
+            math.floor((x - grid.origin[0]) / grid.resolution))
+
+
+def center_of(grid: MapWindow, cell: tuple[int, int]) -> tuple[float, float]:
+    """Return the world position [m] of a cell's center."""
+    return (grid.origin[0] + (cell[1] + 0.5) * grid.resolution,
+            grid.origin[1] + (cell[0] + 0.5) * grid.resolution)
+
+
+def contains(grid: MapWindow, cell: tuple[int, int]) -> bool:
+    """Return True when `cell` (row, column) is a cell of the window."""
+    return 0 <= cell[0] < grid.data.shape[0] and 0 <= cell[1] < grid.data.shape[1]
+
+
 def _rounded(point: tuple[float, float]) -> tuple[float, float]:
     """Round a world point to millimetres (compact route JSON)."""
     return round(point[0], 3), round(point[1], 3)
@@ -195,7 +222,7 @@ def rasterize_polygon(grid: MapWindow, polygon: np.ndarray) -> np.ndarray:
     Even-odd rule, vectorised over the cells of the polygon's bounding box.
     Vertex cells are added so a polygon thinner than a cell is never lost.
     """
-    rows, cols = grid.shape
+    rows, cols = grid.data.shape
     mask = np.zeros((rows, cols), dtype=bool)
     res, (ox, oy) = grid.resolution, grid.origin
     col_lo = max(0, math.floor((polygon[:, 0].min() - ox) / res))
@@ -216,8 +243,8 @@ def rasterize_polygon(grid: MapWindow, polygon: np.ndarray) -> np.ndarray:
         inside ^= crosses & (px < x_cross)
     mask[row_lo:row_hi, col_lo:col_hi] = inside
     for x, y in polygon:
-        cell = grid.cell_of(x, y)
-        if grid.contains(*cell):
+        cell = cell_of(grid, x, y)
+        if contains(grid, cell):
             mask[cell] = True
     return mask
 
@@ -239,7 +266,7 @@ def inflate(mask: np.ndarray, radius_cells: float) -> np.ndarray:
 
 def disk_around(grid: MapWindow, point: tuple[float, float], radius_m: float) -> np.ndarray:
     """Return the mask of cells whose center lies within `radius_m` [m] of `point`."""
-    rows, cols = grid.shape
+    rows, cols = grid.data.shape
     xs = grid.origin[0] + (np.arange(cols) + 0.5) * grid.resolution
     ys = grid.origin[1] + (np.arange(rows) + 0.5) * grid.resolution
     return ((xs[np.newaxis, :] - point[0]) ** 2 + (ys[:, np.newaxis] - point[1]) ** 2
@@ -251,18 +278,24 @@ def astar(passable: np.ndarray, start: tuple[int, int],
     """Return the cheapest 8-connected cell path from `start` to `goal`, or None.
 
     Diagonal moves need both orthogonal neighbours passable (no corner cutting).
-    Octile distance is the (consistent) heuristic.
+    A `goal` outside the grid is reached through the grid's border: leaving from
+    a border cell costs the octile distance from it to the goal, and the path
+    ends at the border cell where that total is least. Octile distance is the
+    (consistent) heuristic.
     """
     rows, cols = passable.shape
     free = passable.ravel().tolist()   # plain list: fast scalar reads in the loop
-    start_i, goal_i = start[0] * cols + start[1], goal[0] * cols + goal[1]
     goal_row, goal_col = goal
+    goal_inside = 0 <= goal_row < rows and 0 <= goal_col < cols
+    exit_index = -2                    # the virtual node beyond the border
+    goal_i = goal_row * cols + goal_col if goal_inside else exit_index
 
     def heuristic(row, col):
         d_row, d_col = abs(row - goal_row), abs(col - goal_col)
         return max(d_row, d_col) + (SQRT2 - 1.0) * min(d_row, d_col)
 
-    cost = {start_i: 0.0}
+    start_i = start[0] * cols + start[1]
+    cost = {start_i: 0.0, exit_index: math.inf}
     parent = {start_i: -1}
     closed = set()
     open_heap = [(heuristic(*start), 0.0, start_i)]
@@ -271,6 +304,7 @@ def astar(passable: np.ndarray, start: tuple[int, int],
         if index in closed:
             continue
         if index == goal_i:
+            index = parent[index] if index == exit_index else index
             path = []
             while index != -1:
                 path.append(divmod(index, cols))
@@ -278,6 +312,11 @@ def astar(passable: np.ndarray, start: tuple[int, int],
             return path[::-1]
         closed.add(index)
         row, col = divmod(index, cols)
+        if not goal_inside and (row in (0, rows - 1) or col in (0, cols - 1)):
+            exit_cost = g + heuristic(row, col)
+            if exit_cost < cost[exit_index]:
+                cost[exit_index], parent[exit_index] = exit_cost, index
+                heapq.heappush(open_heap, (exit_cost, exit_cost, exit_index))
         for d_row, d_col, step in MOVES:
             n_row, n_col = row + d_row, col + d_col
             if not (0 <= n_row < rows and 0 <= n_col < cols):
