@@ -1,0 +1,56 @@
+"""BoardSnapshot: the latest entry per key, exactly what the board said."""
+
+import pytest
+
+from working_memory.core.board import BoardSnapshot
+from working_memory.core.items import BoardEntry
+
+
+def test_latest_entry_per_key_wins_and_version_counts_updates():
+    board = BoardSnapshot()
+    board.apply([BoardEntry('battery', 0.9, 1.0)])
+    board.apply([BoardEntry('battery', 0.8, 2.0), BoardEntry('pose', {'x': 1, 'y': 2}, 2.0)])
+    assert board.get('battery').value == 0.8
+    assert sorted(board.keys()) == ['battery', 'pose']
+    assert board.version == 2
+
+
+def test_apply_returns_only_keys_the_board_held():
+    board = BoardSnapshot()
+    board.apply([BoardEntry('a', 1, 0.0), BoardEntry('b', 2, 0.0)])
+    assert board.apply(removed_keys=['b', 'never', 'b']) == ['b']
+    assert board.keys() == ['a']
+    assert board.apply(removed_keys=['b']) == []
+
+
+def test_key_set_and_removed_by_one_update_is_rejected_and_nothing_applies():
+    board = BoardSnapshot()
+    with pytest.raises(ValueError, match=r"removed_keys: \['a'\] also set"):
+        board.apply([BoardEntry('a', 1, 0.0), BoardEntry('b', 1, 0.0)], ['a'])
+    assert len(board) == 0 and board.version == 0
+
+
+@pytest.mark.parametrize('entries, removed, message', [
+    ([{'key': 'a'}], [], r'entries\[0\]: must be a BoardEntry'),
+    ([BoardEntry('a', {1, 2}, 0.0)], [], r"entries\[0\] 'a': value: must be JSON"),
+    ([], ['ok', ''], r'removed_keys\[1\]: must be a non-empty string'),
+])
+def test_bad_update_is_rejected_naming_the_field(entries, removed, message):
+    with pytest.raises(ValueError, match=message):
+        BoardSnapshot().apply(entries, removed)
+
+
+def test_view_is_a_frozen_picture_unaffected_by_later_updates():
+    board = BoardSnapshot()
+    source = {'x': 1.0, 'y': [1, 2]}
+    board.apply([BoardEntry('pose', source, 0.0)])
+    view = board.view()
+    source['x'] = 99.0
+    board.apply([BoardEntry('pose', {'x': 2.0}, 1.0)], [])
+    assert view.version == 1
+    assert view.get('pose').value == {'x': 1.0, 'y': (1, 2)}
+    with pytest.raises(TypeError):
+        view.get('pose').value['x'] = 3.0
+    with pytest.raises(TypeError):
+        view.entries['battery'] = BoardEntry('battery', 1, 0.0)
+    assert board.view().get('pose').value == {'x': 2.0}

@@ -1,0 +1,101 @@
+"""EventLog: time-ordered, numbered, bounded with counted drops, windows by binary search."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from working_memory.core.eventlog import EventLog
+from working_memory.core.items import Event, EventKind
+
+FAILURE, ACTION, CONSTRAINT = EventKind.FAILURE, EventKind.ACTION, EventKind.CONSTRAINT
+
+
+def _stamps(events):
+    return [event.stamp for event in events]
+
+
+def test_seq_follows_arrival_and_late_events_are_inserted_in_time_order():
+    log = EventLog(10)
+    stored = log.extend([Event(1.0, ACTION, key='a'), Event(3.0, ACTION, key='c'),
+                         Event(2.0, FAILURE, key='b')])
+    assert [event.seq for event in stored] == [0, 1, 2]
+    window = log.window(0.0, 10.0)
+    assert [event.key for event in window] == ['a', 'b', 'c']
+
+
+def test_window_bounds_are_inclusive_and_kinds_filter():
+    log = EventLog(10)
+    log.extend(Event(float(t), kind) for t, kind in enumerate([ACTION, FAILURE, ACTION, FAILURE]))
+    assert _stamps(log.window(1.0, 3.0)) == [1.0, 2.0, 3.0]
+    assert _stamps(log.window(1.0, 3.0, kinds=[FAILURE])) == [1.0, 3.0]
+    assert log.window(3.5, 10.0) == ()
+    assert log.window(3.0, 1.0) == ()
+
+
+def test_max_count_keeps_the_newest_events_oldest_first():
+    log = EventLog(10)
+    log.extend(Event(float(t), FAILURE if t % 2 else ACTION) for t in range(8))
+    assert _stamps(log.window(0.0, 10.0, max_count=3)) == [5.0, 6.0, 7.0]
+    assert _stamps(log.window(0.0, 10.0, kinds=[ACTION], max_count=2)) == [4.0, 6.0]
+
+
+def test_beyond_the_limit_the_oldest_are_dropped_and_counted():
+    log = EventLog(3)
+    log.extend(Event(float(t), ACTION) for t in range(5))
+    assert len(log) == 3 and log.dropped == 2
+    assert _stamps(log.window(-1.0, 10.0)) == [2.0, 3.0, 4.0]
+    log.append(Event(0.5, ACTION))  # late and older than everything retained
+    assert log.dropped == 3
+    assert _stamps(log.window(-1.0, 10.0)) == [2.0, 3.0, 4.0]
+
+
+def test_last_stamp_remembers_each_kind_even_after_drops():
+    log = EventLog(1)
+    log.append(Event(5.0, CONSTRAINT))
+    log.append(Event(6.0, ACTION))
+    assert log.last_stamp(CONSTRAINT) == 5.0
+    assert log.last_stamp(FAILURE) is None
+
+
+def test_stored_detail_is_frozen():
+    log = EventLog(2)
+    detail = {'why': ['locked']}
+    stored = log.append(Event(1.0, FAILURE, detail=detail))
+    detail['why'].append('jammed')
+    assert stored.detail == {'why': ('locked',)}
+    with pytest.raises(TypeError):
+        stored.detail['why'] = ()
+
+
+@pytest.mark.parametrize('make, message', [
+    (lambda log: EventLog(0), 'limit: must be an integer >= 1'),
+    (lambda log: log.append('boom'), 'event: must be an Event'),
+    (lambda log: log.append(Event(math.nan, ACTION, key='k')), "event 'k': stamp must be a finite time"),
+    (lambda log: log.append(Event(1.0, ACTION, key='k', detail={1, 2})),
+     "event 'k': detail: must be JSON"),
+    (lambda log: log.window(0.0, 1.0, max_count=-1), 'max_count: must be an integer >= 0'),
+])
+def test_bad_input_is_rejected_naming_the_field(make, message):
+    with pytest.raises(ValueError, match=message):
+        make(EventLog(5))
+
+
+events = st.lists(st.tuples(st.integers(0, 40).map(lambda t: t / 4),
+                            st.sampled_from([ACTION, FAILURE, CONSTRAINT])), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(events, st.integers(0, 40).map(lambda t: t / 4), st.integers(0, 40).map(lambda t: t / 4),
+       st.none() | st.sets(st.sampled_from([ACTION, FAILURE, CONSTRAINT])),
+       st.integers(0, 10))
+def test_window_equals_a_brute_force_filter(arrivals, since, until, kinds, max_count):
+    log = EventLog(1000)
+    stored = log.extend(Event(stamp, kind) for stamp, kind in arrivals)
+    expected = sorted((e for e in stored
+                       if since <= e.stamp <= until and (kinds is None or e.kind in kinds)),
+                      key=lambda e: (e.stamp, e.seq))
+    if max_count:
+        expected = expected[-max_count:]
+    assert list(log.window(since, until, kinds, max_count)) == expected

@@ -1,0 +1,92 @@
+"""The working memory's mirror of the state board: the latest entry per key, nothing more."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+from working_memory.core.frozen import check_json, deep_freeze
+from working_memory.core.items import BoardEntry
+
+
+@dataclass(frozen=True)
+class BoardView:
+    """An immutable picture of the board at one `version` (the number of applied updates)."""
+
+    version: int
+    entries: Mapping[str, BoardEntry]
+
+    def get(self, key: str) -> BoardEntry | None:
+        """Return the entry for `key`, or None when the board does not hold it."""
+        return self.entries.get(key)
+
+
+class BoardSnapshot:
+    """Latest entry per key, exactly as the state board said it; thread-safe.
+
+    The truth stays in the state board: this class holds what the last
+    updates said and never invents, ages out or merges entries. Values are
+    deep-frozen on arrival so a frame built from them cannot be changed later.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._entries: dict[str, BoardEntry] = {}
+        self._version = 0
+
+    def apply(self, entries: Iterable[BoardEntry] = (),
+              removed_keys: Iterable[str] = ()) -> list[str]:
+        """Insert or replace `entries`, drop `removed_keys`; return the keys actually removed.
+
+        A key both set and removed by the same update is a contradiction and
+        raises ValueError, as does anything that is not a BoardEntry; nothing
+        is applied then.
+        """
+        entries = list(entries)
+        removed_keys = list(removed_keys)
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, BoardEntry):
+                raise ValueError(f'entries[{index}]: must be a BoardEntry, got {entry!r}')
+            check_json(entry.value, f'entries[{index}] {entry.key!r}: value')
+        for index, key in enumerate(removed_keys):
+            if not isinstance(key, str) or not key:
+                raise ValueError(f'removed_keys[{index}]: must be a non-empty string, got {key!r}')
+        both = {entry.key for entry in entries}.intersection(removed_keys)
+        if both:
+            raise ValueError(f'removed_keys: {sorted(both)} also set by the same update')
+        frozen = [dataclasses.replace(entry, value=deep_freeze(entry.value)) for entry in entries]
+        with self._lock:
+            removed = [key for key in dict.fromkeys(removed_keys)
+                       if self._entries.pop(key, None) is not None]
+            self._entries.update((entry.key, entry) for entry in frozen)
+            self._version += 1
+        return removed
+
+    def view(self) -> BoardView:
+        """Return an immutable picture of the board as it is now."""
+        with self._lock:
+            return BoardView(self._version, MappingProxyType(dict(self._entries)))
+
+    @property
+    def version(self) -> int:
+        """Number of updates applied so far."""
+        return self._version
+
+    def get(self, key: str) -> BoardEntry | None:
+        """Return the latest entry for `key`, or None."""
+        with self._lock:
+            return self._entries.get(key)
+
+    def keys(self) -> list[str]:
+        """Return the keys the board holds."""
+        with self._lock:
+            return list(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries

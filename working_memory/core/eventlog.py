@@ -1,0 +1,104 @@
+"""The working memory's bounded, time-ordered copy of the robot's event log."""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import math
+import threading
+from typing import Iterable
+
+from working_memory.core.frozen import check_json, deep_freeze
+from working_memory.core.items import Event, EventKind
+
+
+class EventLog:
+    """Events ordered by (stamp, seq), holding at most `limit`; thread-safe.
+
+    `append` assigns each event the next `seq`; a late event is inserted at
+    its time, so windows stay ordered. Beyond `limit` the oldest events are
+    dropped and counted in `dropped`, never silently.
+    """
+
+    def __init__(self, limit: int):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f'limit: must be an integer >= 1, got {limit!r}')
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._events: list[Event] = []
+        self._keys: list[tuple[float, int]] = []  # (stamp, seq) of each event, for bisect
+        self._next_seq = 0
+        self._dropped = 0
+        self._last_stamp: dict[EventKind, float] = {}
+
+    def append(self, event: Event) -> Event:
+        """Store `event` with the next seq; return the stored (frozen, numbered) event."""
+        if not isinstance(event, Event):
+            raise ValueError(f'event: must be an Event, got {event!r}')
+        if (isinstance(event.stamp, bool) or not isinstance(event.stamp, (int, float))
+                or not math.isfinite(event.stamp)):
+            raise ValueError(f'event {event.key!r}: stamp must be a finite time in seconds, '
+                             f'got {event.stamp!r}')
+        check_json(event.detail, f'event {event.key!r}: detail')
+        detail = deep_freeze(event.detail)
+        with self._lock:
+            stored = dataclasses.replace(event, seq=self._next_seq, detail=detail)
+            self._next_seq += 1
+            key = (stored.stamp, stored.seq)
+            index = bisect.bisect_right(self._keys, key)
+            self._keys.insert(index, key)
+            self._events.insert(index, stored)
+            if len(self._events) > self._limit:
+                del self._keys[0], self._events[0]
+                self._dropped += 1
+            last = self._last_stamp.get(stored.kind)
+            if last is None or stored.stamp > last:
+                self._last_stamp[stored.kind] = stored.stamp
+        return stored
+
+    def extend(self, events: Iterable[Event]) -> list[Event]:
+        """Append each of `events`; return the stored events."""
+        return [self.append(event) for event in events]
+
+    def window(self, since: float, until: float, kinds: Iterable[EventKind] | None = None,
+               max_count: int = 0) -> tuple[Event, ...]:
+        """Return events with `since` <= stamp <= `until` [s], oldest first.
+
+        `kinds` (None: all) filters by kind; `max_count` > 0 keeps only the
+        newest that many. Cost: O(log n) to find the window plus its length.
+        """
+        if isinstance(max_count, bool) or not isinstance(max_count, int) or max_count < 0:
+            raise ValueError(f'max_count: must be an integer >= 0, got {max_count!r}')
+        kinds = None if kinds is None else frozenset(kinds)
+        with self._lock:
+            low = bisect.bisect_left(self._keys, (since, -1))
+            high = bisect.bisect_right(self._keys, (until, math.inf))
+            if kinds is None:
+                low = max(low, high - max_count) if max_count else low
+                return tuple(self._events[low:high])
+            newest_first = []
+            for index in range(high - 1, low - 1, -1):
+                event = self._events[index]
+                if event.kind in kinds:
+                    newest_first.append(event)
+                    if len(newest_first) == max_count:
+                        break
+        return tuple(reversed(newest_first))
+
+    def last_stamp(self, kind: EventKind) -> float | None:
+        """Return the stamp [s] of the newest `kind` event ever appended, or None."""
+        with self._lock:
+            return self._last_stamp.get(kind)
+
+    @property
+    def limit(self) -> int:
+        """Maximum number of events held."""
+        return self._limit
+
+    @property
+    def dropped(self) -> int:
+        """Number of oldest events dropped because the log was full."""
+        return self._dropped
+
+    def __len__(self) -> int:
+        return len(self._events)
