@@ -1,0 +1,196 @@
+"""Per-tick frozen frames: one immutable pack per cabin, content digests, and a bounded store."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from working_memory.core.eviction import EvictionRecord
+from working_memory.core.gridmap import MapWindow
+from working_memory.core.items import Event, Item, Missing
+
+DIGEST_HEX_CHARS = 16
+
+
+@dataclass(frozen=True, eq=False)
+class Pack:
+    """One cabin's frozen context for one tick; build it with `make_pack`.
+
+    `items` are the board items served (sorted by key), `events` the event
+    window served (oldest first), `missing` what the manifest asked for and
+    did not get, with reasons. `absent` also explains every other selected key
+    that is not served (for `explain`); it is not part of the digest.
+    """
+
+    cabin: str
+    tick: int
+    stamp: float
+    items: tuple[Item, ...]
+    events: tuple[Event, ...]
+    map_window: FrozenMapWindow | None
+    missing: tuple[Missing, ...]
+    absent: tuple[Missing, ...]
+    digest: str
+
+    def item(self, key: str) -> Item | None:
+        """Return the served item for `key`, or None."""
+        return next((item for item in self.items if item.key == key), None)
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """The working set frozen for one tick: every cabin of the tick reads the same frame."""
+
+    tick: int
+    stamp: float
+    packs: Mapping[str, Pack]
+    evictions: tuple[EvictionRecord, ...]
+    capacity_alarm: bool
+    digest: str
+
+    def pack(self, cabin: str) -> Pack:
+        """Return the pack of `cabin`; raise ValueError naming the known cabins."""
+        try:
+            return self.packs[cabin]
+        except KeyError:
+            raise ValueError(f'cabin {cabin!r}: unknown (known: {", ".join(self.packs)})') from None
+
+
+@dataclass(frozen=True, eq=False)
+class FrozenMapWindow(MapWindow):
+    """A map window whose data is a private read-only copy (not a view of a live grid)."""
+
+
+def freeze_window(window: MapWindow | None) -> FrozenMapWindow | None:
+    """Return a read-only copy of `window`, so later map updates cannot change a frozen frame.
+
+    An already frozen window is returned as is, so cabins can share one copy.
+    """
+    if window is None or isinstance(window, FrozenMapWindow):
+        return window
+    data = np.array(window.data, copy=True)
+    data.flags.writeable = False
+    return FrozenMapWindow(data, window.origin, window.resolution)
+
+
+def _digest(parts: Iterable[bytes]) -> str:
+    sha = hashlib.sha256()
+    for part in parts:
+        sha.update(len(part).to_bytes(8, 'little'))  # length prefix: no ambiguous joins
+        sha.update(part)
+    return sha.hexdigest()[:DIGEST_HEX_CHARS]
+
+
+def _canonical(value) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(',', ':')).encode()
+
+
+def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapWindow | None,
+                missing: Iterable[Missing]) -> str:
+    """Return the content digest of a pack: same items, events, map and missing give the same digest.
+
+    Bookkeeping that changes every tick without changing content (tick,
+    stamp, `last_used`) is left out.
+    """
+    content = {
+        'items': [[i.key, i.value, i.source.value, i.importance, i.stamp, i.stale, i.exempt]
+                  for i in items],
+        'events': [[e.seq, e.stamp, e.kind.value, e.source, e.key, e.detail, e.importance,
+                    list(e.tags)] for e in events],
+        'missing': [[m.key, m.reason.value, m.detail] for m in missing],
+        'map': None if map_window is None else [list(map_window.origin), map_window.resolution,
+                                                list(map_window.data.shape)],
+    }
+    parts = [_canonical(content)]
+    if map_window is not None:
+        parts.append(np.ascontiguousarray(map_window.data).tobytes())
+    return _digest(parts)
+
+
+def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
+              events: Iterable[Event], map_window: MapWindow | None,
+              missing: Iterable[Missing], absent: Iterable[Missing] = ()) -> Pack:
+    """Freeze one cabin's pack: tuples, items sorted by key, a read-only map window, digest."""
+    items = tuple(sorted(items, key=lambda item: item.key))
+    events = tuple(events)
+    missing = tuple(missing)
+    map_window = freeze_window(map_window)
+    return Pack(cabin, tick, stamp, items, events, map_window, missing, tuple(absent),
+                pack_digest(items, events, map_window, missing))
+
+
+def make_frame(tick: int, stamp: float, packs: Iterable[Pack],
+               evictions: Iterable[EvictionRecord] = (), capacity_alarm: bool = False) -> Frame:
+    """Freeze a tick's packs (in cabin order) into a frame; its digest covers every pack's digest."""
+    packs = {pack.cabin: pack for pack in packs}
+    digest = _digest(f'{cabin}={pack.digest}'.encode() for cabin, pack in packs.items())
+    return Frame(tick, stamp, MappingProxyType(packs), tuple(evictions), bool(capacity_alarm),
+                 digest)
+
+
+class FrameNotFound(LookupError):
+    """The requested tick is not retained (never frozen, or already dropped)."""
+
+
+class FrameStore:
+    """The latest `keep` frozen frames by tick; thread-safe."""
+
+    def __init__(self, keep: int):
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise ValueError(f'keep: must be an integer >= 1, got {keep!r}')
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._frames: OrderedDict[int, Frame] = OrderedDict()
+
+    def publish(self, frame: Frame) -> None:
+        """Retain `frame`; ticks must increase. The oldest frame beyond `keep` is dropped."""
+        if not isinstance(frame, Frame):
+            raise ValueError(f'frame: must be a Frame, got {type(frame).__name__}')
+        with self._lock:
+            if self._frames:
+                latest = next(reversed(self._frames))
+                if frame.tick <= latest:
+                    raise ValueError(f'frame.tick: must be > the latest tick {latest}, '
+                                     f'got {frame.tick}')
+            self._frames[frame.tick] = frame
+            while len(self._frames) > self._keep:
+                self._frames.popitem(last=False)
+
+    def latest(self) -> Frame | None:
+        """Return the newest frame, or None before the first publish."""
+        with self._lock:
+            return self._frames[next(reversed(self._frames))] if self._frames else None
+
+    def get(self, tick: int) -> Frame:
+        """Return the frame of `tick`; raise FrameNotFound naming the retained range."""
+        with self._lock:
+            frame = self._frames.get(tick)
+            if frame is not None:
+                return frame
+            if not self._frames:
+                raise FrameNotFound(f'tick {tick}: no frame has been frozen yet')
+            first, last = next(iter(self._frames)), next(reversed(self._frames))
+        raise FrameNotFound(f'tick {tick}: not retained (retained ticks {first}..{last}, '
+                            f'keeping the latest {self._keep})')
+
+    def retained(self) -> tuple[int, int] | None:
+        """Return (oldest, newest) retained tick, or None when empty."""
+        with self._lock:
+            if not self._frames:
+                return None
+            return next(iter(self._frames)), next(reversed(self._frames))
+
+    @property
+    def keep(self) -> int:
+        """How many frames are retained."""
+        return self._keep
+
+    def __len__(self) -> int:
+        return len(self._frames)
