@@ -1,0 +1,183 @@
+"""ROS test fixtures: an rclpy context per test module, an executor and a bounded spin_until.
+
+Nodes run over real DDS in this process, in the domain of ROS_DOMAIN_ID
+(test/conftest.py sets one when the Makefile did not).
+"""
+
+import itertools
+import os
+import time
+
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from nav_msgs.msg import OccupancyGrid
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.parameter import Parameter
+
+from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent
+from working_memory.ros import qos
+from working_memory.ros.node import WorkingMemoryNode, make_executor
+from working_memory.srv import Assemble, Explain
+
+SPIN_LIMIT_S = 20.0  # bounds a hung test; never a timing assertion
+_namespaces = itertools.count()
+
+
+@pytest.fixture(scope='module')
+def context():
+    """An initialised rclpy context of this test module, in the domain of ROS_DOMAIN_ID."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
+    yield context
+    context.try_shutdown()
+
+
+@pytest.fixture
+def executor(context):
+    """The executor arrangement the node runs in (`make_executor`), shut down after the test."""
+    executor = make_executor(context)
+    yield executor
+    executor.shutdown()
+    for node in list(executor.get_nodes()):
+        executor.remove_node(node)
+        node.destroy_node()
+
+
+@pytest.fixture
+def add_node(executor):
+    """Return add_node(node) -> node: spin `node` with the test's executor, destroy it after."""
+    def add(node):
+        executor.add_node(node)
+        return node
+    return add
+
+
+@pytest.fixture
+def spin_until(executor):
+    """Return spin_until(predicate, timeout=SPIN_LIMIT_S, on_spin=None) -> bool.
+
+    Spins the executor until `predicate()` holds (True) or `timeout` [s] of
+    wall time passes (False); `on_spin()` runs before every spin step.
+    """
+    def spin(predicate, timeout=SPIN_LIMIT_S, on_spin=None):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                return False
+            if on_spin is not None:
+                on_spin()
+            executor.spin_once(timeout_sec=0.01)
+        return True
+    return spin
+
+
+@pytest.fixture
+def namespace():
+    """A namespace of this test's own, so no endpoint of an earlier test can match."""
+    return f'/wm_test_{os.getpid()}_{next(_namespaces)}'
+
+
+class MemoryProbe:
+    """A test node around one working-memory node: feeds its inputs and records its outputs."""
+
+    def __init__(self, context, namespace, spin_until, node_name='working_memory'):
+        self.node = rclpy.create_node('wm_probe', namespace=namespace, context=context)
+        self.spin_until = spin_until
+        self.node_name = node_name
+        self.frames, self.evictions, self.diagnostics = [], [], []
+        own = f'{namespace}/{node_name}'
+        self.board = self.node.create_publisher(BoardUpdate, 'board', qos.stream_qos())
+        self.map = self.node.create_publisher(OccupancyGrid, 'map', qos.map_qos())
+        self.log = self.node.create_publisher(LogEvent, 'log', qos.stream_qos())
+        self.node.create_subscription(ContextFrame, f'{own}/frame', self.frames.append,
+                                      qos.frame_qos())
+        self.node.create_subscription(Eviction, f'{own}/evictions', self.evictions.append,
+                                      qos.stream_qos())
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self.diagnostics.append,
+                                      qos.diagnostics_qos())
+        self.assemble_client = self.node.create_client(Assemble, f'{own}/assemble')
+        self.explain_client = self.node.create_client(Explain, f'{own}/explain')
+
+    def call(self, client, request):
+        """Call a service and return its response (spinning until it arrives)."""
+        assert self.spin_until(client.service_is_ready), f'{client.srv_name} not available'
+        future = client.call_async(request)
+        assert self.spin_until(future.done), f'no answer from {client.srv_name}'
+        return future.result()
+
+    def assemble(self, cabin, tick=0):
+        return self.call(self.assemble_client, Assemble.Request(cabin=cabin, tick=tick))
+
+    def explain(self, cabin, key, tick=0):
+        return self.call(self.explain_client, Explain.Request(cabin=cabin, key=key, tick=tick))
+
+    def wait_matched(self, *publishers):
+        """Spin until each publisher has a subscriber (volatile messages are lost before)."""
+        assert self.spin_until(lambda: all(p.get_subscription_count() for p in publishers))
+
+    def wait_frame(self, predicate=lambda frame: True, timeout=SPIN_LIMIT_S):
+        """Spin until a frame received from now on satisfies `predicate`; return it."""
+        start = len(self.frames)
+        found = []
+
+        def seen():
+            found.extend(f for f in self.frames[start + len(found):] if predicate(f))
+            return bool(found)
+        assert self.spin_until(seen, timeout), 'no matching frame'
+        return found[0]
+
+    def status(self, name, predicate=lambda status: True):
+        """Spin until this node's diagnostic status `name` satisfies `predicate`; return it."""
+        full_name = f'{self.node_name}: {name}'
+        found = []
+
+        def seen():
+            found[:] = [s for array in self.diagnostics for s in array.status
+                        if s.name == full_name and predicate(s)]
+            return bool(found)
+        assert self.spin_until(seen), f'no diagnostic status {full_name!r} as expected'
+        return found[-1]
+
+    @staticmethod
+    def values(status):
+        """Return a DiagnosticStatus's key/values as a dict."""
+        return {pair.key: pair.value for pair in status.values}
+
+
+# Two small cabins: a planner with a map window and constraint/failure events, an executor.
+CABINS = {
+    'cabin_names': ['planner', 'executor'],
+    'cabins.planner.board_keys': ['goal:*', 'safety:*', 'pose', 'battery', 'reading:*'],
+    'cabins.planner.required': ['goal:*', 'pose', 'map'],
+    'cabins.planner.weights': ['goal:*=1.0', 'pose=0.9', 'reading:*=0.1'],
+    'cabins.planner.map.radius_m': 1.0,
+    'cabins.planner.events.window_s': 60.0,
+    'cabins.planner.events.kinds': ['CONSTRAINT', 'FAILURE'],
+    'cabins.planner.tags.exclude': ['charging'],
+    'cabins.executor.board_keys': ['action:*', 'pose'],
+    'cabins.executor.required': ['action:current'],
+    'cabins.executor.events.window_s': 30.0,
+}
+FAST = {'tick_hz': 50.0, 'diagnostics_period_s': 0.0}
+
+
+@pytest.fixture
+def start_memory(context, namespace, add_node, spin_until):
+    """Return start(params=None, configure=True, activate=True) -> (node, probe).
+
+    The node gets CABINS and FAST plus `params`, in this test's namespace.
+    """
+    def start(params=None, configure=True, activate=True):
+        values = {**CABINS, **FAST, **(params or {})}
+        node = add_node(WorkingMemoryNode(
+            namespace=namespace, context=context,
+            parameter_overrides=[Parameter(name, value=value) for name, value in values.items()]))
+        probe = MemoryProbe(context, namespace, spin_until)
+        add_node(probe.node)
+        if configure:
+            assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        if configure and activate:
+            assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        return node, probe
+    return start

@@ -1,0 +1,126 @@
+"""Lifecycle transitions, parameter validation and the inactive state of the working-memory node."""
+
+import pytest
+from lifecycle_msgs.msg import State
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.parameter import Parameter
+
+from working_memory.msg import MissingItem
+
+SUCCESS = TransitionCallbackReturn.SUCCESS
+FAILURE = TransitionCallbackReturn.FAILURE
+
+
+def state_id(node):
+    return node._state_machine.current_state[0]
+
+
+def test_transitions_walk_through_every_state(start_memory):
+    node, probe = start_memory(configure=False)
+    assert state_id(node) == State.PRIMARY_STATE_UNCONFIGURED
+    assert node.trigger_configure() == SUCCESS
+    assert state_id(node) == State.PRIMARY_STATE_INACTIVE
+    assert node.trigger_activate() == SUCCESS
+    assert state_id(node) == State.PRIMARY_STATE_ACTIVE
+    first = probe.wait_frame()
+    assert node.trigger_deactivate() == SUCCESS
+    assert state_id(node) == State.PRIMARY_STATE_INACTIVE
+    assert node.trigger_cleanup() == SUCCESS
+    assert state_id(node) == State.PRIMARY_STATE_UNCONFIGURED
+    assert node.trigger_configure() == SUCCESS
+    assert node.trigger_activate() == SUCCESS
+    # Cleanup dropped the state: tick numbering starts again.
+    again = probe.wait_frame(lambda frame: frame.tick <= first.tick)
+    assert again.tick >= 1
+    assert node.trigger_shutdown() == SUCCESS
+    assert state_id(node) == State.PRIMARY_STATE_FINALIZED
+
+
+def test_deactivate_stops_ticking_and_keeps_the_state(start_memory, spin_until):
+    node, probe = start_memory()
+    last = probe.wait_frame()
+    assert node.trigger_deactivate() == SUCCESS
+    stopped_at = len(probe.frames)
+    latest = probe.frames[-1].tick
+    assert not spin_until(lambda: len(probe.frames) > stopped_at, timeout=0.3)
+    assert node.trigger_activate() == SUCCESS
+    resumed = probe.wait_frame()
+    assert resumed.tick == latest + 1 and resumed.tick > last.tick
+
+
+def test_services_answer_not_active_while_inactive(start_memory):
+    node, probe = start_memory()
+    probe.wait_frame()
+    assert probe.assemble('planner').success
+    assert node.trigger_deactivate() == SUCCESS
+    for response in (probe.assemble('planner'), probe.explain('planner', 'pose')):
+        assert not response.success
+        assert response.message == 'node is not active'
+
+
+def test_shutdown_from_active_releases_everything(start_memory):
+    node, probe = start_memory()
+    probe.wait_frame()
+    assert node.trigger_shutdown() == SUCCESS
+    assert state_id(node) == State.PRIMARY_STATE_FINALIZED
+    assert not list(node.subscriptions) and not list(node.timers)
+    services = [service.srv_name for service in node.services]
+    assert not [name for name in services if name.endswith(('/assemble', '/explain'))]
+
+
+@pytest.mark.parametrize('params, named', [
+    ({'tick_hz': 0.0}, 'tick_hz'),
+    ({'capacity': 'many'}, 'capacity'),
+    ({'eviction_policy': 'fifo'}, 'eviction_policy'),
+    ({'pose_key': '', 'pose_source': 'board'}, 'pose_key'),
+    ({'cabins.planner.default_weight': 1.5}, 'planner.default_weight'),
+    ({'cabins.executor.events.kinds': ['SOMETIMES']}, 'executor.events.kinds[0]'),
+    ({'cabin_names': []}, 'cabin_names'),
+    ({'manifests_file': '/nonexistent/manifests.yaml'}, '/nonexistent/manifests.yaml'),
+])
+def test_bad_parameter_fails_configure_with_a_log_line_naming_it(start_memory, capfd,
+                                                                  params, named):
+    node, _ = start_memory(params, configure=False)
+    assert node.trigger_configure() == FAILURE
+    assert state_id(node) == State.PRIMARY_STATE_UNCONFIGURED
+    errors = [line for line in capfd.readouterr().err.splitlines() if 'configure failed' in line]
+    assert errors and named in errors[-1], errors
+
+
+def test_runtime_sets_are_validated_and_rejections_name_the_parameter(start_memory):
+    node, probe = start_memory()
+    probe.wait_frame()
+    rejected = {
+        'tick_hz': 0.0,                      # out of the descriptor's range
+        'eviction_policy': 'half_life',      # read-only
+        'stale_after_s': float('nan'),
+        'cabins.planner.drop': ['events:SOMETIMES'],
+    }
+    for name, value in rejected.items():
+        [result] = node.set_parameters([Parameter(name, value=value)])
+        assert not result.successful, name
+        assert name in result.reason or name.removeprefix('cabins.') in result.reason, \
+            result.reason
+    [result] = node.set_parameters([Parameter('tick_hz', value=100.0)])
+    assert result.successful
+    assert node.get_parameter('tick_hz').value == 100.0
+    probe.wait_frame()
+
+
+def test_manifests_file_cabins_get_a_runtime_drop_parameter(start_memory, tmp_path):
+    path = tmp_path / 'manifests.yaml'
+    path.write_text('cabins:\n'
+                    '  monitor:\n'
+                    '    board_keys: ["threshold:*"]\n'
+                    '    drop: ["threshold:low"]\n')
+    node, probe = start_memory({'manifests_file': str(path)})
+    frame = probe.wait_frame()
+    assert [pack.cabin for pack in frame.packs] == ['monitor', 'planner', 'executor']
+    assert [(m.key, m.reason) for m in frame.packs[0].missing] == [
+        ('threshold:low', MissingItem.INJECTED_DROP)]
+    assert node.get_parameter('cabins.monitor.drop').value == ['threshold:low']
+    no_drops = Parameter('cabins.monitor.drop', Parameter.Type.STRING_ARRAY, [])
+    [result] = node.set_parameters([no_drops])
+    assert result.successful
+    cleared = probe.wait_frame(lambda frame: not frame.packs[0].missing)
+    assert cleared.packs[0].cabin == 'monitor'

@@ -1,0 +1,521 @@
+"""The working-memory lifecycle node: a thin adapter between ROS and the pure core.
+
+Callbacks convert (ros/conversions.py), hand over to the core and publish;
+the logic lives in working_memory/core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import rclpy
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import OccupancyGrid, Odometry
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.clock import JumpHandle, JumpThreshold
+from rclpy.duration import Duration
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+from rclpy.exceptions import InvalidTopicNameException, ParameterException
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.service import Service
+from rclpy.subscription import Subscription
+from rclpy.timer import Timer
+from rclpy.utilities import remove_ros_args
+from diagnostic_msgs.msg import DiagnosticArray
+from std_msgs.msg import Empty
+
+from working_memory.core.assembly import Assembler
+from working_memory.core.board import BoardSnapshot
+from working_memory.core.eventlog import EventLog
+from working_memory.core.eviction import HalfLifeBlend, ImportanceLRU, WorkingSet
+from working_memory.core.explain import explain
+from working_memory.core.frames import Frame, FrameNotFound, FrameStore
+from working_memory.core.gridmap import GridMap
+from working_memory.core.manifest import Manifest, ManifestError, load_manifests, \
+    manifests_from_params
+from working_memory.core.timebase import TimeBase
+from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent
+from working_memory.ros import conversions as conv
+from working_memory.ros import qos
+from working_memory.ros.diagnostics import CapacityUse, Health
+from working_memory.ros.params import (PARAMS, SPECS, NodeConfig, cabin_param_specs,
+                                       config_from_values, drop_cabin, drop_param_spec)
+from working_memory.srv import Assemble, Explain
+
+NOT_ACTIVE = 'node is not active'
+
+
+@dataclass
+class Memory:
+    """Everything `on_configure` builds and `on_cleanup` drops: the core and its health."""
+
+    config: NodeConfig
+    manifests: dict[str, Manifest]
+    board: BoardSnapshot
+    log: EventLog
+    working_set: WorkingSet
+    assembler: Assembler
+    frames: FrameStore
+    timebase: TimeBase
+    health: Health
+    grid: GridMap | None = None
+    pose: tuple[float, float] | None = None
+    tick: int = 0
+    last_diagnostics: float | None = None
+    # Evictions caused between ticks (a smaller capacity set at runtime), published next tick.
+    pending_evictions: list = field(default_factory=list)
+
+
+class WorkingMemoryNode(LifecycleNode):
+    """Assemble each cabin's frozen context once per tick, publish it and answer from it.
+
+    ROS Parameters:
+        The table in `working_memory.ros.params.PARAMS` (tick_hz, capacity, ...), and
+        `cabins.<cabin>.<field>` for each cabin in `cabin_names` (fields of
+        `core.manifest.MANIFEST_FIELDS`; only `cabins.<cabin>.drop` changes at runtime).
+        Declared in `on_configure`; runtime sets are validated and applied between ticks.
+    Subscriptions:
+        `board` (BoardUpdate), `map` (nav_msgs/OccupancyGrid, latched), `log` (LogEvent),
+        `odom` (nav_msgs/Odometry) or `pose` (geometry_msgs/PoseStamped) per `pose_source`,
+        `trigger_topic` (std_msgs/Empty) when set. Inputs are taken while inactive too: the
+        board mirror must not miss a change while the node is paused.
+    Publishers (lifecycle: silent unless active):
+        `~/frame` (ContextFrame, reliable + transient local + keep last 1),
+        `~/evictions` (Eviction), `/diagnostics` (diagnostic_msgs/DiagnosticArray).
+    Services (answer only while active):
+        `~/assemble` (Assemble), `~/explain` (Explain), from the retained frozen frames.
+    """
+
+    def __init__(self, node_name: str = 'working_memory', **kwargs: Any):
+        super().__init__(node_name, **kwargs)
+        self._memory: Memory | None = None
+        self._active = False
+        self._entities: list[Any] = []
+        self._jump_handle: JumpHandle | None = None
+        self._tick_source: Any = None
+        self._frame_pub = self._evictions_pub = self._diagnostics_pub = None
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.add_post_set_parameters_callback(self._on_parameters_set)
+
+    # -- lifecycle ------------------------------------------------------------
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Declare and validate parameters, load manifests, build the core and the entities."""
+        try:
+            config = config_from_values(conv.declare_parameters(self, PARAMS))
+            manifests = self._load_manifests(config)
+            self._memory = self._build_memory(config, manifests)
+            self._create_entities(config)
+        except (ParameterException, ValueError, OSError, InvalidTopicNameException) as error:
+            # ManifestError is a ValueError; each names the parameter or field at fault.
+            self.get_logger().error(f'configure failed: {error}')
+            self._release()
+            return TransitionCallbackReturn.FAILURE
+        self.get_logger().info(f'configured: cabins {", ".join(manifests)}, '
+                               f'capacity {config.capacity}, ' + self._tick_description(config))
+        return super().on_configure(state)
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Start ticking (timer or trigger topic) and enable the lifecycle publishers."""
+        self._start_ticking()
+        self._active = True
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Stop ticking; the board mirror, event log and frames are kept."""
+        self._active = False
+        self._stop_ticking()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Drop the core state and every entity; parameters keep their values."""
+        self._release()
+        return super().on_cleanup(state)
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Release everything from whichever state the node is in."""
+        self._active = False
+        self._stop_ticking()
+        self._release()
+        return super().on_shutdown(state)
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Release everything so the node can be configured again."""
+        self.get_logger().error(f'error while {state.label}: releasing state')
+        self._active = False
+        self._stop_ticking()
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    # -- configuration --------------------------------------------------------
+
+    def _load_manifests(self, config: NodeConfig) -> dict[str, Manifest]:
+        """Load cabins from `manifests_file` and from `cabins.<name>.*` parameters.
+
+        Every cabin gets a runtime `cabins.<name>.drop` parameter; a file cabin's
+        initial drops come from the file.
+        """
+        manifests = {}
+        if config.manifests_file:
+            manifests = load_manifests(config.manifests_file, self.get_name())
+            for name, manifest in manifests.items():
+                if name in config.cabin_names:
+                    raise ManifestError(f'cabin_names: {name!r} is also defined in '
+                                        f'manifests_file {config.manifests_file}')
+                spec = drop_param_spec(name, manifest.drop)
+                drop = conv.declare_parameters(self, (spec,))[spec.name]
+                manifests[name] = dataclasses.replace(manifest, drop=tuple(drop))
+        if config.cabin_names:
+            prefix = len('cabins.')
+            cabins = {}
+            for name in config.cabin_names:
+                values = conv.declare_parameters(self, cabin_param_specs(name))
+                cabins[name] = {key[prefix + len(name) + 1:]: value
+                                for key, value in values.items()}
+            manifests.update(manifests_from_params(
+                {'cabin_names': list(config.cabin_names), 'cabins': cabins}))
+        return manifests
+
+    def _build_memory(self, config: NodeConfig, manifests: dict[str, Manifest]) -> Memory:
+        policy = (HalfLifeBlend(config.half_life_s) if config.eviction_policy == 'half_life'
+                  else ImportanceLRU())
+        working_set = WorkingSet(config.capacity, config.size_budget,
+                                 config.exempt_prefixes, policy)
+        timebase = TimeBase()
+        # Board changes, events and the latched map are sporadic: their silence is no fault.
+        inputs = {'board': None, 'map': None, 'log': None}
+        pose_topic = self._pose_topic(config)
+        if pose_topic:
+            inputs[pose_topic] = config.stale_after_s
+        if config.trigger_topic:
+            inputs[config.trigger_topic] = None
+        return Memory(config=config, manifests=manifests, board=BoardSnapshot(),
+                      log=EventLog(config.event_log_limit), working_set=working_set,
+                      assembler=Assembler(manifests, working_set, pose_key=config.pose_key),
+                      frames=FrameStore(config.frames_kept), timebase=timebase,
+                      health=Health(inputs, timebase.observe(self._now())))
+
+    def _create_entities(self, config: NodeConfig) -> None:
+        """Create subscriptions, publishers, services and the clock-jump handler."""
+        self._entities += [
+            self.create_subscription(BoardUpdate, 'board', self._on_board, qos.stream_qos(),
+                                     event_callbacks=self._input_events('board')),
+            self.create_subscription(OccupancyGrid, 'map', self._on_map, qos.map_qos(),
+                                     event_callbacks=self._input_events('map')),
+            self.create_subscription(LogEvent, 'log', self._on_log, qos.stream_qos(),
+                                     event_callbacks=self._input_events('log')),
+        ]
+        pose_topic = self._pose_topic(config)
+        if pose_topic == 'odom':
+            self._entities.append(self.create_subscription(
+                Odometry, 'odom', self._on_odometry, qos.pose_qos(),
+                event_callbacks=self._input_events('odom')))
+        elif pose_topic == 'pose':
+            self._entities.append(self.create_subscription(
+                PoseStamped, 'pose', self._on_pose_stamped, qos.pose_qos(),
+                event_callbacks=self._input_events('pose')))
+        self._frame_pub = self.create_lifecycle_publisher(
+            ContextFrame, '~/frame', qos.frame_qos(),
+            event_callbacks=self._output_events('~/frame'))
+        self._evictions_pub = self.create_lifecycle_publisher(
+            Eviction, '~/evictions', qos.stream_qos(),
+            event_callbacks=self._output_events('~/evictions'))
+        self._diagnostics_pub = self.create_lifecycle_publisher(
+            DiagnosticArray, '/diagnostics', qos.diagnostics_qos())
+        self._entities += [
+            self.create_service(Assemble, '~/assemble', self._handle_assemble),
+            self.create_service(Explain, '~/explain', self._handle_explain),
+        ]
+        # Any backward jump (a simulation reset) starts a new epoch.
+        self._jump_handle = self.get_clock().create_jump_callback(
+            JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
+                          on_clock_change=False),
+            post_callback=self._on_clock_jump)
+
+    def _release(self) -> None:
+        """Destroy every entity created in configure and drop the core state."""
+        if self._jump_handle is not None:
+            self._jump_handle.unregister()
+            self._jump_handle = None
+        for entity in self._entities:
+            self._destroy(entity)
+        self._entities.clear()
+        for publisher in (self._frame_pub, self._evictions_pub, self._diagnostics_pub):
+            if publisher is not None:
+                self.destroy_lifecycle_publisher(publisher)
+        self._frame_pub = self._evictions_pub = self._diagnostics_pub = None
+        self._memory = None
+
+    def _destroy(self, entity: Subscription | Service | Timer) -> None:
+        """Destroy through the node, which also drops the entity's QoS event handlers."""
+        if isinstance(entity, Subscription):
+            self.destroy_subscription(entity)
+        elif isinstance(entity, Service):
+            self.destroy_service(entity)
+        else:
+            self.destroy_timer(entity)
+
+    @staticmethod
+    def _pose_topic(config: NodeConfig) -> str | None:
+        return {'odometry': 'odom', 'pose_stamped': 'pose'}.get(config.pose_source)
+
+    @staticmethod
+    def _tick_description(config: NodeConfig) -> str:
+        if config.trigger_topic:
+            return f'ticking on {config.trigger_topic}'
+        return f'ticking at {config.tick_hz} Hz'
+
+    # -- runtime parameters ---------------------------------------------------
+
+    def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
+        """Validate a runtime change as a whole; the reason names the parameter at fault."""
+        if self._memory is None:
+            # Declaration in on_configure: descriptors check each value, validate() the whole.
+            return conv.set_parameters_result(None)
+        try:
+            self._candidate(parameters)
+        except ValueError as error:
+            return conv.set_parameters_result(str(error))
+        return conv.set_parameters_result(None)
+
+    def _on_parameters_set(self, parameters: list[Parameter]) -> None:
+        """Apply an accepted change: between two ticks, as callbacks never overlap."""
+        memory = self._memory
+        if memory is None:
+            return
+        config, manifests = self._candidate(parameters)
+        old = memory.config
+        memory.config = config
+        if (config.capacity, config.size_budget) != (old.capacity, old.size_budget):
+            memory.pending_evictions += memory.assembler.set_limits(config.capacity,
+                                                                    config.size_budget)
+        if manifests != memory.manifests:
+            memory.manifests = manifests
+            memory.assembler.set_manifests(manifests)
+        if config.tick_hz != old.tick_hz and self._active and not config.trigger_topic:
+            self._stop_ticking()
+            self._start_ticking()
+        self.get_logger().info('parameters set: ' + ', '.join(
+            f'{parameter.name}={parameter.value!r}' for parameter in parameters))
+
+    def _candidate(self, parameters: list[Parameter]) -> tuple[NodeConfig, dict[str, Manifest]]:
+        """Return the config and manifests `parameters` would give; raise ValueError if invalid."""
+        memory = self._memory
+        config = memory.config.replace(
+            {parameter.name: parameter.value for parameter in parameters
+             if parameter.name in SPECS})
+        manifests = dict(memory.manifests)
+        for parameter in parameters:
+            cabin = drop_cabin(parameter.name)
+            if cabin in manifests:
+                manifests[cabin] = dataclasses.replace(manifests[cabin],
+                                                       drop=tuple(parameter.value))
+        return config, manifests
+
+    # -- ticking --------------------------------------------------------------
+
+    def _start_ticking(self) -> None:
+        config = self._memory.config
+        if config.trigger_topic:
+            self._tick_source = self.create_subscription(
+                Empty, config.trigger_topic, lambda _: self._on_tick(), qos.stream_qos(depth=10),
+                event_callbacks=self._input_events(config.trigger_topic))
+        else:
+            self._tick_source = self.create_timer(config.tick_period_s, self._on_tick)
+
+    def _stop_ticking(self) -> None:
+        if self._tick_source is not None:
+            self._destroy(self._tick_source)
+            self._tick_source = None
+
+    def _on_tick(self) -> None:
+        """Assemble and freeze one frame, then publish it, its evictions and diagnostics."""
+        started = time.perf_counter()
+        memory = self._memory
+        now = self._now()
+        effective = memory.timebase.observe(now)
+        memory.tick += 1
+        frame = memory.assembler.assemble(memory.tick, now, memory.board, memory.log,
+                                          memory.grid, memory.pose)
+        memory.frames.publish(frame)
+        config = memory.config
+        self._frame_pub.publish(conv.context_frame_msg(frame, config.map_frame))
+        evictions = memory.pending_evictions + list(frame.evictions)
+        memory.pending_evictions = []
+        for record in evictions:
+            self._evictions_pub.publish(conv.eviction_msg(record, now))
+        memory.health.evicted(len(evictions), effective)
+        if (memory.last_diagnostics is None
+                or effective - memory.last_diagnostics >= config.diagnostics_period_s):
+            memory.last_diagnostics = effective
+            self._publish_diagnostics(frame, now, effective)
+        period = None if config.trigger_topic else config.tick_period_s
+        memory.health.tick_done(time.perf_counter() - started, period)
+
+    def _publish_diagnostics(self, frame: Frame, now: float, effective: float) -> None:
+        memory = self._memory
+        working_set = memory.working_set
+        use = CapacityUse(len(working_set), working_set.capacity, working_set.size_bytes,
+                          working_set.size_budget, working_set.capacity_alarm)
+        statuses = memory.health.statuses(
+            effective, epoch=memory.timebase.epoch, capacity=use,
+            missing={cabin: pack.missing for cabin, pack in frame.packs.items()},
+            stale_check=memory.config.stale_check)
+        self._diagnostics_pub.publish(conv.diagnostic_array(statuses, self.get_name(), now))
+
+    def _on_clock_jump(self, jump) -> None:
+        """Start a new epoch after the clock went backwards and re-arm the tick timer."""
+        memory = self._memory
+        delta = jump.delta.nanoseconds * 1e-9
+        memory.timebase.observe(self._now())
+        memory.health.clock_jumped(f'epoch {memory.timebase.epoch}: {delta:+.3f} s')
+        self.get_logger().warning(f'clock jumped back {delta:+.3f} s: epoch '
+                                  f'{memory.timebase.epoch}')
+        if isinstance(self._tick_source, Timer):
+            # Next tick one period after the jump, whatever the rcl version does.
+            self._tick_source.reset()
+
+    # -- inputs -----------------------------------------------------------------
+
+    def _on_board(self, msg: BoardUpdate) -> None:
+        memory, now = self._received('board')
+        batch = conv.board_batch_from_msg(msg, now)
+        for error in batch.errors:
+            self._reject('board', error)
+        self._apply_or_reject('board', memory.board.apply, batch.entries, batch.removed_keys)
+
+    def _on_log(self, msg: LogEvent) -> None:
+        memory, now = self._received('log')
+        self._apply_or_reject('log', lambda: memory.log.append(conv.event_from_msg(msg, now)))
+
+    def _on_map(self, msg: OccupancyGrid) -> None:
+        memory, _ = self._received('map')
+
+        def store():
+            memory.grid = conv.grid_from_msg(msg, memory.config.map_frame)
+        self._apply_or_reject('map', store)
+
+    def _on_odometry(self, msg: Odometry) -> None:
+        memory, _ = self._received('odom')
+
+        def store():
+            memory.pose = conv.pose_from_odometry(msg, memory.config.map_frame)
+        self._apply_or_reject('odom', store)
+
+    def _on_pose_stamped(self, msg: PoseStamped) -> None:
+        memory, _ = self._received('pose')
+
+        def store():
+            memory.pose = conv.pose_from_pose_stamped(msg, memory.config.map_frame)
+        self._apply_or_reject('pose', store)
+
+    def _received(self, topic: str) -> tuple[Memory, float]:
+        """Count a message on `topic`; return the memory and the ROS time [s] of receipt."""
+        memory, now = self._memory, self._now()
+        memory.health.received(topic, memory.timebase.observe(now))
+        return memory, now
+
+    def _apply_or_reject(self, topic: str, apply: Callable, *args: Any) -> None:
+        """Run `apply(*args)`; a ValueError (bad input) is logged and counted, never raised."""
+        try:
+            apply(*args)
+        except ValueError as error:
+            self._reject(topic, str(error))
+
+    def _reject(self, topic: str, reason: str) -> None:
+        self._memory.health.rejected(topic, reason)
+        self.get_logger().warning(f'{topic}: rejected input: {reason}',
+                                  throttle_duration_sec=1.0)
+
+    def _input_events(self, topic: str) -> SubscriptionEventCallbacks:
+        def incompatible(info) -> None:
+            policy = conv.incompatible_qos_policy(info)
+            self._memory.health.input_incompatible(topic, info.total_count, policy)
+            self.get_logger().error(f'{topic}: a publisher offers incompatible QoS ({policy}); '
+                                    'its messages do not arrive')
+
+        def lost(info) -> None:
+            self._memory.health.lost(topic, info.total_count)
+        return SubscriptionEventCallbacks(incompatible_qos=incompatible, message_lost=lost)
+
+    def _output_events(self, topic: str) -> PublisherEventCallbacks:
+        def incompatible(info) -> None:
+            policy = conv.incompatible_qos_policy(info)
+            self._memory.health.output_incompatible(topic, info.total_count, policy)
+            self.get_logger().error(f'{topic}: a subscriber requests incompatible QoS '
+                                    f'({policy}); it receives nothing')
+        return PublisherEventCallbacks(incompatible_qos=incompatible)
+
+    # -- services -------------------------------------------------------------
+
+    def _handle_assemble(self, request: Assemble.Request,
+                         response: Assemble.Response) -> Assemble.Response:
+        try:
+            query = conv.assemble_query(request)
+            pack = self._frame(query.tick).pack(query.cabin)
+        except (LookupError, ValueError) as error:
+            return conv.failed_response(response, str(error))
+        return conv.assemble_response(response, pack, self._memory.config.map_frame)
+
+    def _handle_explain(self, request: Explain.Request,
+                        response: Explain.Response) -> Explain.Response:
+        try:
+            query = conv.explain_query(request)
+            # Only drops change at runtime and packs record them, so the current
+            # manifests explain past frames too.
+            answer = explain(self._frame(query.tick), self._memory.manifests, query.cabin,
+                             query.key)
+        except (LookupError, ValueError) as error:
+            return conv.failed_response(response, str(error))
+        return conv.explain_response(response, answer)
+
+    def _frame(self, tick: int) -> Frame:
+        """Return the frozen frame of `tick` (0: latest); LookupError says what is valid."""
+        if not self._active:
+            raise LookupError(NOT_ACTIVE)
+        frames = self._memory.frames
+        if tick:
+            return frames.get(tick)
+        frame = frames.latest()
+        if frame is None:
+            raise FrameNotFound('tick 0 (latest): no frame has been frozen yet')
+        return frame
+
+    def _now(self) -> float:
+        """Return the node clock's time [s] (ROS time: /clock under use_sim_time)."""
+        return self.get_clock().now().nanoseconds * 1e-9
+
+
+def make_executor(context=None) -> Executor:
+    """Return the executor the node runs in (see the measurement in the package README)."""
+    return SingleThreadedExecutor(context=context)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the node; `--autostart` configures and activates it without a lifecycle manager."""
+    rclpy.init(args=args)
+    parser = argparse.ArgumentParser(prog='working_memory_node')
+    parser.add_argument('--autostart', action='store_true',
+                        help='configure and activate at start')
+    options = parser.parse_args(remove_ros_args(args)[1:])
+    node = WorkingMemoryNode()
+    executor = make_executor()
+    executor.add_node(node)
+    try:
+        if options.autostart and (node.trigger_configure() != TransitionCallbackReturn.SUCCESS
+                                  or node.trigger_activate() != TransitionCallbackReturn.SUCCESS):
+            return 1
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
