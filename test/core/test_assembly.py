@@ -1,0 +1,393 @@
+"""Context assembly: scopes, working-set pass, per-tick freeze and every missing reason."""
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from working_memory.core.assembly import Assembler, event_item_key
+from working_memory.core.board import BoardSnapshot
+from working_memory.core.eventlog import EventLog
+from working_memory.core.eviction import WorkingSet
+from working_memory.core.frames import FrameStore, pack_digest
+from working_memory.core.gridmap import UNKNOWN, GridMap
+from working_memory.core.items import BoardEntry, Event, EventKind, MissingReason, Source
+from working_memory.core.manifest import Manifest
+
+NEVER_SEEN, STALE, EVICTED = (MissingReason.NEVER_SEEN, MissingReason.STALE,
+                              MissingReason.EVICTED)
+OUT_OF_SCOPE, INJECTED_DROP = MissingReason.OUT_OF_SCOPE, MissingReason.INJECTED_DROP
+
+
+class World:
+    """Board, event log and a 20 m x 20 m map at 0.5 m/cell, assembled for some cabins."""
+
+    def __init__(self, capacity=100, **cabins):
+        self.board = BoardSnapshot()
+        self.log = EventLog(1000)
+        self.data = (np.arange(1600) % 100).astype(np.int8).reshape(40, 40)
+        self.grid = GridMap(self.data, (0.0, 0.0), 0.5)
+        self.manifests = {name: Manifest.from_dict(name, fields) for name, fields in cabins.items()}
+        self.working_set = WorkingSet(capacity)
+        self.assembler = Assembler(self.manifests, self.working_set)
+        self.tick = 0
+
+    def put(self, key, value, stamp=0.0, **fields):
+        self.board.apply([BoardEntry(key, value, stamp, **fields)])
+
+    def log_event(self, stamp, kind, key='', **fields):
+        return self.log.append(Event(stamp, kind, source='test', key=key, **fields))
+
+    def assemble(self, now, **kwargs):
+        self.tick += 1
+        return self.assembler.assemble(self.tick, now, self.board, self.log,
+                                       kwargs.pop('grid', self.grid), **kwargs)
+
+
+def keys(pack):
+    return [item.key for item in pack.items]
+
+
+def missing(pack):
+    return {m.key: m.reason for m in pack.missing}
+
+
+def test_two_cabins_in_the_same_tick_see_the_same_map_window():
+    world = World(planner={'map': {'radius_m': 2.0}}, executor={'map': {'radius_m': 2.0}})
+    world.put('pose', {'x': 10.0, 'y': 5.0, 'yaw': 0.0})
+    frame = world.assemble(1.0)
+    planner, executor = frame.pack('planner').map_window, frame.pack('executor').map_window
+    np.testing.assert_array_equal(planner.data, world.data[6:15, 16:25])
+    assert planner.origin == executor.origin == (8.0, 3.0)
+    np.testing.assert_array_equal(planner.data, executor.data)
+    world.data[:] = 0  # a later map update cannot tear the frozen frame
+    assert planner.data.any() and not planner.data.flags.writeable
+    np.testing.assert_array_equal(planner.data, executor.data)
+
+
+def test_direct_board_reads_select_exact_keys_and_globs_only():
+    world = World(planner={'board_keys': ['goal:*', 'pose']})
+    for key in ('goal:deliver', 'goal:return', 'pose', 'battery', 'goalkeeper'):
+        world.put(key, 1)
+    assert keys(world.assemble(1.0).pack('planner')) == ['goal:deliver', 'goal:return', 'pose']
+
+
+def test_required_key_never_on_the_board_is_missing_never_seen():
+    world = World(planner={'required': ['pose', 'goal:*']})
+    pack = world.assemble(1.0).pack('planner')
+    assert missing(pack) == {'pose': NEVER_SEEN, 'goal:*': NEVER_SEEN}
+
+
+def test_stale_entry_is_never_served_and_its_item_is_marked_stale():
+    world = World(planner={'board_keys': ['battery']})
+    world.put('battery', 0.9, stamp=0.0, ttl=1.0)
+    assert keys(world.assemble(0.5).pack('planner')) == ['battery']
+    pack = world.assemble(2.5).pack('planner')
+    assert keys(pack) == []
+    assert pack.missing[0].reason is STALE
+    assert pack.missing[0].detail == 'stale for 1.5 s (ttl 1.0 s)'
+    assert world.working_set.get('battery').stale
+    world.put('battery', 0.8, stamp=2.6, ttl=1.0)
+    assert world.assemble(3.0).pack('planner').item('battery').value == 0.8
+    assert not world.working_set.get('battery').stale
+
+
+def test_required_key_evicted_for_capacity_is_missing_evicted_with_tick_and_importance():
+    world = World(capacity=2, planner={
+        'board_keys': ['reading:*'], 'required': ['reading:low'],
+        'weights': ['reading:low=0.1', 'reading:*=0.5']})
+    for key in ('reading:low', 'reading:a', 'reading:b'):
+        world.put(key, 1.0)
+    frame = world.assemble(4.0)
+    pack = frame.pack('planner')
+    assert keys(pack) == ['reading:a', 'reading:b']
+    (report,) = pack.missing
+    assert (report.key, report.reason) == ('reading:low', EVICTED)
+    assert report.detail.startswith(f'evicted at tick {frame.tick} (capacity): importance 0.10')
+    assert [record.key for record in frame.evictions] == ['reading:low']
+
+
+def test_map_without_pose_or_with_pose_off_the_map_is_out_of_scope():
+    world = World(planner={'map': {'radius_m': 2.0}, 'required': ['map']})
+    pack = world.assemble(1.0).pack('planner')
+    assert pack.map_window is None
+    assert missing(pack) == {'map': OUT_OF_SCOPE}
+    assert 'never seen' in pack.missing[0].detail
+    world.put('pose', {'x': 25.0, 'y': 5.0})
+    pack = world.assemble(2.0).pack('planner')
+    assert missing(pack) == {'map': OUT_OF_SCOPE}
+    assert 'outside the map' in pack.missing[0].detail
+    assert world.assemble(3.0, pose=(1.0, 1.0)).pack('planner').map_window is not None
+
+
+def test_map_before_any_map_arrived_is_never_seen():
+    world = World(planner={'map': {'radius_m': 2.0}})
+    pack = world.assemble(1.0, grid=None, pose=(1.0, 1.0)).pack('planner')
+    assert missing(pack) == {'map': NEVER_SEEN}
+
+
+def test_required_event_kind_outside_the_window_is_out_of_scope():
+    world = World(planner={'events': {'window_s': 10.0, 'kinds': ['CONSTRAINT', 'FAILURE']},
+                           'required': ['events:CONSTRAINT']})
+    pack = world.assemble(1.0).pack('planner')
+    assert missing(pack) == {'events:CONSTRAINT': NEVER_SEEN}
+    world.log_event(2.0, EventKind.CONSTRAINT, 'door:3')
+    assert missing(world.assemble(5.0).pack('planner')) == {}
+    pack = world.assemble(20.0).pack('planner')
+    assert missing(pack) == {'events:CONSTRAINT': OUT_OF_SCOPE}
+    assert 'last CONSTRAINT event at t=2.0 s' in pack.missing[0].detail
+
+
+def test_injected_drop_of_an_event_kind_is_visible_and_removes_those_events():
+    fields = {'events': {'window_s': 10.0}, 'required': ['events:FAILURE']}
+    world = World(planner=fields, executor={**fields, 'drop': ['events:FAILURE']})
+    world.log_event(1.0, EventKind.FAILURE, 'open_door')
+    world.log_event(1.5, EventKind.ACTION, 'drive')
+    frame = world.assemble(2.0)
+    assert [e.key for e in frame.pack('planner').events] == ['open_door', 'drive']
+    executor = frame.pack('executor')
+    assert [e.key for e in executor.events] == ['drive']
+    assert missing(executor) == {'events:FAILURE': INJECTED_DROP}
+
+
+def test_injected_drop_of_board_keys_and_map_names_what_it_withheld():
+    world = World(planner={'board_keys': ['door:*', 'pose'], 'required': ['door:1'],
+                           'map': {'radius_m': 1.0}, 'drop': ['board:door:*', 'map']})
+    world.put('door:1', 'open')
+    world.put('door:2', 'closed')
+    world.put('pose', {'x': 1.0, 'y': 1.0})
+    pack = world.assemble(1.0).pack('planner')
+    assert keys(pack) == ['pose'] and pack.map_window is None
+    assert missing(pack) == {'board:door:*': INJECTED_DROP, 'map': INJECTED_DROP,
+                             'door:1': INJECTED_DROP}
+    drop = next(m for m in pack.missing if m.key == 'board:door:*')
+    assert drop.detail == 'injected drop: 2 item(s) withheld: door:1, door:2'
+
+
+def test_semantic_filter_excludes_tags_but_never_goal_or_safety():
+    world = World(planner={'board_keys': ['*'], 'tags': {'exclude': ['charging']}})
+    world.put('station:3', {'x': 1}, tags=('charging',))
+    world.put('safety:charger_hv', {'r': 2}, tags=('charging',))
+    world.put('goal:charge', {}, tags=('charging',))
+    world.put('battery', 0.5)
+    pack = world.assemble(1.0).pack('planner')
+    assert keys(pack) == ['battery', 'goal:charge', 'safety:charger_hv']
+    assert {m.key: m.reason for m in pack.absent} == {'station:3': OUT_OF_SCOPE}
+
+
+def test_tags_by_goal_keep_only_the_goals_topics():
+    world = World(planner={'board_keys': ['*'], 'tags': {'from_goal': 'goal:*'}})
+    world.put('goal:deliver', {'to': 'room 12', 'tags': ['delivery']})
+    world.put('parcel', {'id': 7}, tags=('delivery',))
+    world.put('station:3', {}, tags=('charging',))
+    world.put('battery', 0.5)
+    assert keys(world.assemble(1.0).pack('planner')) == ['battery', 'goal:deliver', 'parcel']
+    world.board.apply(removed_keys=['goal:deliver'])
+    assert keys(world.assemble(2.0).pack('planner')) == ['battery', 'parcel', 'station:3']
+
+
+def test_events_become_working_items_and_goal_and_constraint_events_are_exempt():
+    world = World(planner={'events': {'window_s': 10.0}})
+    failure = world.log_event(1.0, EventKind.FAILURE, 'open_door')
+    constraint = world.log_event(1.0, EventKind.CONSTRAINT, 'door:3')
+    world.assemble(2.0)
+    failure_item = world.working_set.get(event_item_key(failure))
+    assert event_item_key(failure) == f'event:FAILURE:open_door#{failure.seq}'
+    assert failure_item.source is Source.LOG and not failure_item.exempt
+    assert world.working_set.get(event_item_key(constraint)).exempt
+
+
+def test_fresh_constraint_survives_high_rate_low_value_readings():
+    world = World(capacity=4, planner={
+        'board_keys': ['reading:*'], 'events': {'window_s': 100.0},
+        'weights': ['reading:*=0.1', 'event:FAILURE:*=0.6']})
+    world.log_event(0.0, EventKind.FAILURE, 'lidar_glitch')
+    constraint = world.log_event(0.5, EventKind.CONSTRAINT, 'corridor_closed')
+    for step in range(50):
+        now = 1.0 + 0.1 * step
+        world.put(f'reading:{step % 7}', step, stamp=now)
+        frame = world.assemble(now)
+    events = [event.key for event in frame.pack('planner').events]
+    assert events == ['lidar_glitch', 'corridor_closed']
+    assert event_item_key(constraint) in world.working_set
+    assert all(record.key.startswith('reading:') for record in world.working_set.eviction_log)
+
+
+def test_events_leaving_every_window_leave_the_working_set_without_an_eviction():
+    world = World(planner={'events': {'window_s': 5.0}})
+    event = world.log_event(1.0, EventKind.CONSTRAINT, 'door:3')
+    world.assemble(2.0)
+    assert event_item_key(event) in world.working_set
+    frame = world.assemble(10.0)
+    assert event_item_key(event) not in world.working_set
+    assert frame.evictions == () and world.working_set.evictions_total == 0
+
+
+def test_board_removal_leaves_the_working_set_without_an_eviction():
+    world = World(planner={'board_keys': ['door:*']})
+    world.put('door:1', 'open')
+    world.assemble(1.0)
+    world.board.apply(removed_keys=['door:1'])
+    frame = world.assemble(2.0)
+    assert 'door:1' not in world.working_set and frame.evictions == ()
+
+
+def test_entry_importance_overrides_weight_and_the_highest_cabin_weight_wins():
+    world = World(planner={'board_keys': ['battery', 'door:1'], 'weights': ['battery=0.2']},
+                  monitor={'board_keys': ['battery'], 'weights': ['battery=0.7']})
+    world.put('battery', 0.5)
+    world.put('door:1', 'open', importance=0.95)
+    pack = world.assemble(1.0).pack('planner')
+    assert pack.item('battery').importance == 0.7
+    assert pack.item('door:1').importance == 0.95
+
+
+def test_corridor_along_the_route_and_fallback_to_the_pose_window_is_reported():
+    world = World(executor={'map': {'corridor_m': 1.0, 'radius_m': 2.0}})
+    world.put('pose', {'x': 2.0, 'y': 2.0})
+    world.put('route', [[2.0, 2.0], [12.0, 2.0]])
+    window = world.assemble(1.0).pack('executor').map_window
+    # The route's box grown by 1 m: x in [1, 13], y in [1, 3] m, 0.5 m cells.
+    assert window.origin == (1.0, 1.0) and window.data.shape == (5, 25)
+    assert (window.data[4] == UNKNOWN).all()  # cell centres at y = 3.25 m, 1.25 m off the route
+    # Along the route (centres at y = 2.25 m) every cell is kept up to 1 m past its end.
+    np.testing.assert_array_equal(window.data[2, :24], world.data[4, 2:26])
+    assert window.data[2, 24] == UNKNOWN  # centre x = 13.25 m, 1.25 m past the end
+    assert window.data[0, 0] == UNKNOWN  # corner cell centre 1.06 m from the start
+    world.board.apply(removed_keys=['route'])
+    pack = world.assemble(2.0).pack('executor')
+    assert pack.map_window.data.shape == (9, 9)
+    assert missing(pack) == {'route': NEVER_SEEN}
+    assert 'falls back to the 2.0 m pose window' in pack.missing[0].detail
+
+
+def test_malformed_route_without_fallback_leaves_the_map_out_of_scope():
+    world = World(executor={'map': {'corridor_m': 1.0, 'route_key': 'plan'}})
+    world.put('plan', {'points': 'nowhere'})
+    pack = world.assemble(1.0).pack('executor')
+    assert pack.map_window is None
+    assert missing(pack) == {'map': OUT_OF_SCOPE}
+    assert pack.missing[0].detail.startswith('route malformed: route: must be a non-empty list')
+
+
+def test_time_going_backwards_does_not_crash_and_keeps_serving():
+    world = World(planner={'board_keys': ['pose'], 'events': {'window_s': 10.0},
+                           'map': {'radius_m': 1.0}})
+    world.put('pose', {'x': 1.0, 'y': 1.0}, stamp=100.0, ttl=5.0)
+    world.log_event(99.0, EventKind.FAILURE, 'slip')
+    world.assemble(100.0)
+    frame = world.assemble(3.0)  # simulation reset
+    pack = frame.pack('planner')
+    assert keys(pack) == ['pose'] and pack.map_window is not None and pack.events == ()
+    world.put('pose', {'x': 2.0, 'y': 2.0}, stamp=3.5, ttl=5.0)
+    assert world.assemble(4.0).pack('planner').item('pose').value['x'] == 2.0
+
+
+def test_frozen_frame_values_cannot_be_changed():
+    world = World(planner={'board_keys': ['route']})
+    world.put('route', [[0.0, 0.0], [1.0, 1.0]])
+    pack = world.assemble(1.0).pack('planner')
+    with pytest.raises(AttributeError):
+        pack.item('route').value.append((2.0, 2.0))
+    assert isinstance(pack.items, tuple) and isinstance(pack.missing, tuple)
+
+
+def test_capacity_alarm_when_exempt_items_alone_exceed_capacity():
+    world = World(capacity=2, planner={'board_keys': ['goal:*']})
+    for index in range(3):
+        world.put(f'goal:{index}', index)
+    frame = world.assemble(1.0)
+    assert frame.capacity_alarm and len(frame.pack('planner').items) == 3
+
+
+def test_bad_arguments_are_rejected_naming_them():
+    world = World(planner={})
+    with pytest.raises(ValueError, match='now: must be a finite time'):
+        world.assemble(float('nan'))
+    with pytest.raises(ValueError, match=r'pose\.y: must be a finite number'):
+        world.assemble(1.0, pose=(1.0, None))
+    with pytest.raises(ValueError, match="manifests\\['executor'\\]: must be the Manifest"):
+        Assembler({'executor': world.manifests['planner']}, WorkingSet(3))
+    with pytest.raises(ValueError, match='pose_key: must be a non-empty board key'):
+        Assembler(world.manifests, WorkingSet(3), pose_key='')
+
+
+def test_concurrent_writers_tickers_and_readers_only_ever_see_consistent_frames():
+    """Every frame read is whole: all packs from one board version and one map, digests intact."""
+    keys_per_update, updates, ticks = 32, 300, 150
+    cabins = {name: {'board_keys': ['k:*'], 'map': {'radius_m': 1.0},
+                     'weights': [f'k:*={weight}']}
+              for name, weight in (('planner', 0.9), ('executor', 0.5), ('monitor', 0.2))}
+    world = World(capacity=64, **cabins)
+    world.put('pose', {'x': 5.0, 'y': 5.0})
+    grids = [GridMap(np.zeros((40, 40), dtype=np.int8), (0.0, 0.0), 0.5)]
+    store = FrameStore(keep=5)
+    done = threading.Event()
+    start = threading.Barrier(6)
+    errors, reads = [], []
+
+    def write_board(offset):
+        start.wait()
+        for version in range(offset, offset + updates):
+            world.board.apply([BoardEntry(f'k:{i}', {'v': version}, 0.0)
+                               for i in range(keys_per_update)])
+            if version % 10 == 0:  # a new map message: every cell holds the version
+                grids.append(GridMap(np.full((40, 40), version % 100, dtype=np.int8),
+                                     (0.0, 0.0), 0.5))
+
+    def tick(publish):
+        start.wait()
+        for step in range(ticks):
+            frame = world.assembler.assemble(step, float(step), world.board, world.log,
+                                             grids[-1])
+            if publish:
+                store.publish(frame)
+            else:
+                check(frame)
+        done.set()
+
+    def check(frame):
+        versions = {item.value['v'] for pack in frame.packs.values() for item in pack.items
+                    if item.key.startswith('k:')}
+        cells = {int(v) for pack in frame.packs.values() for v in np.unique(pack.map_window.data)}
+        digests_hold = all(pack.digest == pack_digest(pack.items, pack.events, pack.map_window,
+                                                      pack.missing)
+                           for pack in frame.packs.values())
+        if len(versions) > 1 or len(cells) > 1 or not digests_hold:
+            errors.append((frame.tick, versions, cells, digests_hold))
+
+    def guarded(target):
+        def run(*args):
+            try:
+                target(*args)
+            except Exception as error:  # surfaced by the errors assertion below
+                errors.append(error)
+                done.set()
+        return run
+
+    def read():
+        start.wait()
+        while not done.is_set():
+            frame = store.latest()
+            if frame is not None:
+                check(frame)
+                reads.append(frame.tick)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads often, to interleave as much as possible
+    try:
+        threads = [threading.Thread(target=guarded(write_board), args=(offset,))
+                   for offset in (0, 10000)]
+        threads += [threading.Thread(target=guarded(tick), args=(publish,))
+                    for publish in (True, False)]
+        threads += [threading.Thread(target=guarded(read)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not any(thread.is_alive() for thread in threads)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors
+    assert reads and len(store) == 5

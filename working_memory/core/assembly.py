@@ -1,0 +1,476 @@
+"""Context assembly: each tick, every cabin's manifest selects its context, then the frame is frozen.
+
+Per cabin the manifest selects board entries (direct reads, semantic tag
+filter), an event window and a map window. Every selected item goes through
+the working set, which forgets by value; each pack then lists only what is
+still present, and everything asked for but not served is reported with a
+reason. The whole tick runs under one lock, so all packs of a frame come from
+the same board picture and the same working set state.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from working_memory.core.board import BoardSnapshot, BoardView
+from working_memory.core.eventlog import EventLog
+from working_memory.core.eviction import EvictionRecord, WorkingSet
+from working_memory.core.frames import Frame, Pack, freeze_window, make_frame, make_pack
+from working_memory.core.gridmap import GridMap, MapWindow, as_route
+from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason, Source
+from working_memory.core.manifest import ALL_KINDS, EVENTS_PREFIX, MAP, Manifest, is_glob
+
+# Events a cabin must not lose, like goal and safety board keys.
+EXEMPT_EVENT_KINDS = frozenset({EventKind.GOAL, EventKind.CONSTRAINT})
+EVENT_ITEM_PREFIX = 'event:'
+# When several keys behind one required glob are absent, the first reason here is reported.
+_REASON_PRIORITY = (MissingReason.INJECTED_DROP, MissingReason.EVICTED, MissingReason.STALE,
+                    MissingReason.OUT_OF_SCOPE, MissingReason.NEVER_SEEN)
+
+
+def event_item_key(event: Event) -> str:
+    """Return the working-set key of a log event: `event:<KIND>:<key>#<seq>`."""
+    return f'{EVENT_ITEM_PREFIX}{event.kind.value}:{event.key}#{event.seq}'
+
+
+def event_item_kind(key: str) -> str | None:
+    """Return the kind name in an event item key, or None for other keys."""
+    if not key.startswith(EVENT_ITEM_PREFIX):
+        return None
+    return key[len(EVENT_ITEM_PREFIX):].partition(':')[0]
+
+
+def _point(value: Any, what: str) -> tuple[float, float]:
+    """Return (x, y) [m] from `{x, y, ...}` or `(x, y[, yaw])`; raise ValueError naming `what`."""
+    if isinstance(value, Mapping):
+        value = (value.get('x'), value.get('y'))
+    if not isinstance(value, (list, tuple)) or len(value) not in (2, 3):
+        raise ValueError(f'{what}: must be {{"x": .., "y": ..}} or (x, y), got {value!r}')
+    x, y = value[0], value[1]
+    for name, number in (('x', x), ('y', y)):
+        if isinstance(number, bool) or not isinstance(number, (int, float)) \
+                or not math.isfinite(number):
+            raise ValueError(f'{what}.{name}: must be a finite number [m], got {number!r}')
+    return float(x), float(y)
+
+
+def _stale_detail(entry: BoardEntry, now: float) -> str:
+    return f'stale for {entry.stale_for(now):.1f} s (ttl {entry.ttl:.1f} s)'
+
+
+def _tags_pass(tags: Iterable[str], include: frozenset[str], exclude: frozenset[str]) -> bool:
+    """Semantic filter: excluded tags lose; untagged items and any included tag pass."""
+    tags = set(tags)
+    if tags & exclude:
+        return False
+    return not include or not tags or bool(tags & include)
+
+
+@dataclass
+class _Pose:
+    xy: tuple[float, float] | None
+    why_not: str = ''
+
+
+@dataclass
+class _Selection:
+    """What one cabin's manifest selected this tick, before the working set had its say."""
+
+    manifest: Manifest
+    board: dict[str, BoardEntry] = field(default_factory=dict)
+    events: dict[str, Event] = field(default_factory=dict)  # item key -> event, oldest first
+    stale: list[str] = field(default_factory=list)
+    withheld: list[str] = field(default_factory=list)  # keys removed by injected drops
+    # Selected but not served, per key: board keys and event items kept apart for required globs.
+    board_absent: dict[str, Missing] = field(default_factory=dict)
+    event_absent: dict[str, Missing] = field(default_factory=dict)
+    missing: dict[str, Missing] = field(default_factory=dict)
+    map_window: MapWindow | None = None
+
+
+class Assembler:
+    """Builds one frozen `Frame` per tick from the board, the event log and the map; thread-safe.
+
+    Args:
+        manifests: cabin name -> Manifest, in publishing order.
+        working_set: the bounded set all selected items go through; the
+            assembler owns it from now on (change limits via `set_limits`).
+        pose_key: board key of the robot pose, JSON `{x, y, yaw}` [m, rad].
+        route_key: board key of the route polyline, unless a manifest names its own.
+    """
+
+    def __init__(self, manifests: Mapping[str, Manifest], working_set: WorkingSet,
+                 pose_key: str = 'pose', route_key: str = 'route'):
+        if not isinstance(working_set, WorkingSet):
+            raise ValueError(f'working_set: must be a WorkingSet, got {type(working_set).__name__}')
+        for name, key in (('pose_key', pose_key), ('route_key', route_key)):
+            if not isinstance(key, str) or not key:
+                raise ValueError(f'{name}: must be a non-empty board key, got {key!r}')
+        self._lock = threading.Lock()
+        self._manifests = _checked_manifests(manifests)
+        self._ws = working_set
+        self._pose_key = pose_key
+        self._route_key = route_key
+
+    @property
+    def manifests(self) -> dict[str, Manifest]:
+        """The manifests in force (a copy)."""
+        with self._lock:
+            return dict(self._manifests)
+
+    def set_manifests(self, manifests: Mapping[str, Manifest]) -> None:
+        """Replace the manifests between ticks (runtime reconfiguration)."""
+        manifests = _checked_manifests(manifests)
+        with self._lock:
+            self._manifests = manifests
+
+    def set_limits(self, capacity: int, size_budget: int | None) -> list[EvictionRecord]:
+        """Change the working set's limits between ticks; return the evictions this caused."""
+        with self._lock:
+            return self._ws.set_limits(capacity, size_budget)
+
+    def assemble(self, tick: int, now: float, board: BoardSnapshot, log: EventLog,
+                 grid: GridMap | None, pose: Any = None) -> Frame:
+        """Assemble and freeze the frame of `tick` at ROS time `now` [s].
+
+        `pose` is (x, y) [m] or `{x, y}`; None reads the board's pose key.
+        `grid` None means no map has arrived yet.
+        """
+        if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now):
+            raise ValueError(f'now: must be a finite time in seconds, got {now!r}')
+        xy = None if pose is None else _point(pose, 'pose')
+        view = board.view()
+        with self._lock:
+            self._ws.tick = tick
+            self._forget_removed(view)
+            robot = _Pose(xy) if xy is not None else self._board_pose(view, now)
+            windows: dict[tuple, tuple[MapWindow | None, Missing | None]] = {}
+            selections = [self._select(manifest, view, log, grid, now, robot, windows)
+                          for manifest in self._manifests.values()]
+            evictions = self._store(selections, now)
+            packs = [self._pack(selection, tick, now, log) for selection in selections]
+            return make_frame(tick, now, packs, evictions, self._ws.capacity_alarm)
+
+    # -- selection ----------------------------------------------------------
+
+    def _forget_removed(self, view: BoardView) -> None:
+        """Board items the board no longer holds leave the working set (not an eviction)."""
+        for item in self._ws.items():
+            if item.source is Source.BOARD and item.key not in view.entries:
+                self._ws.remove(item.key)
+
+    def _board_pose(self, view: BoardView, now: float) -> _Pose:
+        entry = view.get(self._pose_key)
+        if entry is None:
+            return _Pose(None, f'no pose: board key {self._pose_key!r} never seen')
+        if entry.is_stale(now):
+            return _Pose(None, f'pose {_stale_detail(entry, now)}')
+        try:
+            return _Pose(_point(entry.value, self._pose_key))
+        except ValueError as error:
+            return _Pose(None, f'pose malformed: {error}')
+
+    def _select(self, manifest: Manifest, view: BoardView, log: EventLog, grid: GridMap | None,
+                now: float, robot: _Pose, windows: dict) -> _Selection:
+        selection = _Selection(manifest)
+        include = frozenset(manifest.tags.include) | self._goal_tags(manifest, view, now)
+        exclude = frozenset(manifest.tags.exclude)
+        self._select_board(selection, view, now, include, exclude)
+        self._select_events(selection, log, now, include, exclude)
+        if manifest.map.enabled and not manifest.drops.map:
+            selection.map_window = self._map_window(selection, view, grid, now, robot, windows)
+        return selection
+
+    def _goal_tags(self, manifest: Manifest, view: BoardView, now: float) -> frozenset[str]:
+        """Tags of the fresh goal entries named by `tags.from_goal` ("tags by goal")."""
+        pattern = manifest.tags.from_goal
+        if not pattern:
+            return frozenset()
+        if is_glob(pattern):
+            entries = [e for k, e in view.entries.items() if fnmatch.fnmatchcase(k, pattern)]
+        else:
+            entries = [view.get(pattern)] if pattern in view.entries else []
+        tags = set()
+        for entry in entries:
+            value = entry.value
+            if entry.is_stale(now) or not isinstance(value, Mapping):
+                continue
+            goal_tags = value.get('tags')
+            if isinstance(goal_tags, (list, tuple)):
+                tags.update(tag for tag in goal_tags if isinstance(tag, str) and tag)
+        return frozenset(tags)
+
+    def _select_board(self, selection: _Selection, view: BoardView, now: float,
+                      include: frozenset[str], exclude: frozenset[str]) -> None:
+        manifest = selection.manifest
+        drops = manifest.drops
+        for key, entry in view.entries.items():
+            if not manifest.selects.match(key):
+                continue
+            if drops.board.match(key) or drops.any_key.match(key):
+                selection.withheld.append(key)
+                selection.board_absent[key] = Missing(key, MissingReason.INJECTED_DROP,
+                                                      'withheld by an injected drop')
+            elif entry.is_stale(now):
+                selection.stale.append(key)
+                missing = Missing(key, MissingReason.STALE, _stale_detail(entry, now))
+                selection.board_absent[key] = selection.missing[key] = missing
+            elif (not key.startswith(self._ws.exempt_prefixes)
+                  and not _tags_pass(entry.tags, include, exclude)):
+                selection.board_absent[key] = Missing(
+                    key, MissingReason.OUT_OF_SCOPE, _filtered_detail(entry.tags, include, exclude))
+            else:
+                selection.board[key] = entry
+
+    def _select_events(self, selection: _Selection, log: EventLog, now: float,
+                       include: frozenset[str], exclude: frozenset[str]) -> None:
+        manifest = selection.manifest
+        scope, drops = manifest.events, manifest.drops
+        if not scope.enabled:
+            return
+        kinds = None
+        if scope.kinds or drops.event_kinds:
+            # An injected kind drop is the manifest without that kind, cap included.
+            kinds = set(scope.kinds or EventKind) - drops.event_kinds
+            if not kinds:
+                return
+        for event in log.window(now - scope.window_s, now, kinds, scope.max_count):
+            key = event_item_key(event)
+            if drops.any_key.match(key):
+                selection.withheld.append(key)
+                selection.event_absent[key] = Missing(key, MissingReason.INJECTED_DROP,
+                                                      'withheld by an injected drop')
+            elif (event.kind not in EXEMPT_EVENT_KINDS
+                  and not _tags_pass(event.tags, include, exclude)):
+                selection.event_absent[key] = Missing(
+                    key, MissingReason.OUT_OF_SCOPE, _filtered_detail(event.tags, include, exclude))
+            else:
+                selection.events[key] = event
+
+    def _map_window(self, selection: _Selection, view: BoardView, grid: GridMap | None,
+                    now: float, robot: _Pose, windows: dict) -> MapWindow | None:
+        """Cut the cabin's map window (shared by all cabins with the same scope this tick)."""
+        scope = selection.manifest.map
+        if grid is None:
+            selection.missing[MAP] = Missing(MAP, MissingReason.NEVER_SEEN, 'no map received yet')
+            return None
+        route_problem = None
+        if scope.corridor_m > 0.0:
+            route_key = scope.route_key or self._route_key
+            cache_key = ('corridor', route_key, scope.corridor_m)
+            if cache_key not in windows:
+                windows[cache_key] = self._corridor(view, grid, now, route_key, scope.corridor_m)
+            window, route_problem = windows[cache_key]
+            if window is not None:
+                return window
+            if scope.radius_m <= 0.0:
+                selection.missing[MAP] = Missing(MAP, route_problem.reason, route_problem.detail)
+                return None
+            selection.missing[route_problem.key] = Missing(
+                route_problem.key, route_problem.reason,
+                f'{route_problem.detail}; map falls back to the {scope.radius_m:.1f} m pose window')
+        cache_key = ('pose', scope.radius_m)
+        if cache_key not in windows:
+            windows[cache_key] = self._pose_window(grid, robot, scope.radius_m)
+        window, problem = windows[cache_key]
+        if problem is not None:
+            selection.missing[MAP] = problem
+        return window
+
+    def _corridor(self, view: BoardView, grid: GridMap, now: float, route_key: str,
+                  half_width_m: float) -> tuple[MapWindow | None, Missing | None]:
+        entry = view.get(route_key)
+        if entry is None:
+            return None, Missing(route_key, MissingReason.NEVER_SEEN,
+                                 f'no route: board key {route_key!r} never seen')
+        if entry.is_stale(now):
+            return None, Missing(route_key, MissingReason.STALE,
+                                 f'route {_stale_detail(entry, now)}')
+        try:
+            window = grid.corridor(entry.value, half_width_m)
+        except ValueError as error:
+            return None, Missing(route_key, MissingReason.OUT_OF_SCOPE, f'route malformed: {error}')
+        if window is None:
+            return None, Missing(route_key, MissingReason.OUT_OF_SCOPE,
+                                 'route corridor lies outside the map')
+        return freeze_window(window), None
+
+    @staticmethod
+    def _pose_window(grid: GridMap, robot: _Pose,
+                     radius_m: float) -> tuple[MapWindow | None, Missing | None]:
+        if robot.xy is None:
+            return None, Missing(MAP, MissingReason.OUT_OF_SCOPE, robot.why_not)
+        x, y = robot.xy
+        if not grid.contains(x, y):
+            height, width = grid.shape
+            ox, oy = grid.origin
+            return None, Missing(MAP, MissingReason.OUT_OF_SCOPE,
+                                 f'pose ({x:.2f}, {y:.2f}) m outside the map '
+                                 f'[{ox:.2f}, {ox + width * grid.resolution:.2f}] x '
+                                 f'[{oy:.2f}, {oy + height * grid.resolution:.2f}] m')
+        return freeze_window(grid.window(x, y, radius_m)), None
+
+    # -- working set --------------------------------------------------------
+
+    def _store(self, selections: list[_Selection], now: float) -> list[EvictionRecord]:
+        """Put or touch every selected item at `now`; return the evictions of this tick."""
+        ws = self._ws
+        wanted: dict[str, dict] = {}
+        for selection in selections:
+            manifest = selection.manifest
+            for key, entry in selection.board.items():
+                _want(wanted, key, Source.BOARD, entry.value, entry.stamp,
+                      manifest.weight_for(key) if entry.importance is None else entry.importance,
+                      False)
+            for key, event in selection.events.items():
+                _want(wanted, key, Source.LOG, event.detail, event.stamp,
+                      manifest.weight_for(key) if event.importance is None else event.importance,
+                      event.kind in EXEMPT_EVENT_KINDS)
+        # An event that left every cabin's window has ended its scope: not an eviction.
+        for item in ws.items():
+            if item.source is Source.LOG and item.key not in wanted:
+                ws.remove(item.key)
+        evictions = []
+        for key in sorted({key for selection in selections for key in selection.stale}):
+            item = ws.get(key)
+            if item is not None and not item.stale:
+                evictions += ws.put(key, item.value, importance=item.importance, now=now,
+                                    source=item.source, stamp=item.stamp, stale=True,
+                                    exempt=item.exempt, size=item.size)
+        for key in sorted(wanted):
+            want = wanted[key]
+            item = ws.get(key)
+            if (item is not None and item.value is want['value'] and item.stamp == want['stamp']
+                    and item.importance == want['importance'] and not item.stale):
+                ws.touch(key, now)
+            else:
+                evictions += ws.put(key, now=now, **want)
+        return evictions
+
+    # -- packs --------------------------------------------------------------
+
+    def _pack(self, selection: _Selection, tick: int, now: float, log: EventLog) -> Pack:
+        ws = self._ws
+        items = [ws.get(key) for key in selection.board if key in ws]
+        events = [event for key, event in selection.events.items() if key in ws]
+        for key in selection.board:
+            if key not in ws:
+                selection.board_absent[key] = self._evicted(key, now)
+        for key in selection.events:
+            if key not in ws:
+                selection.event_absent[key] = self._evicted(key, now)
+        missing = selection.missing
+        self._require_board(selection, items)
+        self._require_events(selection, events, log, now)
+        self._report_drops(selection)
+        absent = {**selection.board_absent, **selection.event_absent}
+        return make_pack(selection.manifest.name, tick, now, items, events, selection.map_window,
+                         sorted(missing.values(), key=_by_key), sorted(absent.values(), key=_by_key))
+
+    def _evicted(self, key: str, now: float) -> Missing:
+        record = self._ws.last_eviction(key)
+        if record is None:
+            return Missing(key, MissingReason.EVICTED, 'evicted (record no longer in the log)')
+        return Missing(key, MissingReason.EVICTED,
+                       f'evicted at tick {record.tick} ({record.reason}): importance '
+                       f'{record.importance:.2f}, unused for {max(0.0, now - record.last_used):.1f} s')
+
+    def _require_board(self, selection: _Selection, items: list) -> None:
+        for pattern in selection.manifest.requirements.board:
+            if any(fnmatch.fnmatchcase(item.key, pattern) for item in items):
+                continue
+            absent = [m for key, m in selection.board_absent.items()
+                      if fnmatch.fnmatchcase(key, pattern)]
+            selection.missing.setdefault(pattern, _summarise(
+                pattern, absent, 'not on the board' if not is_glob(pattern)
+                else 'no board key matches'))
+
+    def _require_events(self, selection: _Selection, events: list[Event], log: EventLog,
+                        now: float) -> None:
+        manifest = selection.manifest
+        scope = manifest.events
+        for kind in manifest.requirements.event_kinds:
+            spec = EVENTS_PREFIX + kind
+            kinds = [k for k in EventKind if scope.selects(k) and kind in (ALL_KINDS, k.value)]
+            if any(event.kind in kinds for event in events):
+                continue
+            if all(k in manifest.drops.event_kinds for k in kinds):
+                selection.missing[spec] = Missing(spec, MissingReason.INJECTED_DROP,
+                                                  'kind withheld by an injected drop')
+                continue
+            absent = [m for key, m in selection.event_absent.items()
+                      if kind in (ALL_KINDS, event_item_kind(key))]
+            stamps = [s for s in map(log.last_stamp, kinds) if s is not None]
+            if not stamps:
+                why_not = f'no {kind} event logged yet'
+                selection.missing[spec] = _summarise(spec, absent, why_not)
+                continue
+            cap = f', newest {scope.max_count}' if scope.max_count else ''
+            selection.missing[spec] = _summarise(spec, absent, (
+                f'none in the window [{now - scope.window_s:.1f}, {now:.1f}] s{cap}; '
+                f'last {kind} event at t={max(stamps):.1f} s'), MissingReason.OUT_OF_SCOPE)
+
+    def _report_drops(self, selection: _Selection) -> None:
+        """Make every injected drop visible in the pack, so a test can see it was active."""
+        for spec in selection.manifest.drop:
+            if spec == MAP:
+                detail = 'injected drop: map window withheld'
+            elif spec.startswith(EVENTS_PREFIX):
+                detail = f'injected drop: {spec[len(EVENTS_PREFIX):]} events withheld'
+            else:
+                pattern = spec.partition(':')[2] if spec.startswith('board:') else spec
+                keys = [key for key in selection.withheld if fnmatch.fnmatchcase(key, pattern)]
+                detail = f'injected drop: {len(keys)} item(s) withheld'
+                if keys:
+                    detail += ': ' + ', '.join(keys[:5]) + (', ...' if len(keys) > 5 else '')
+            selection.missing[spec] = Missing(spec, MissingReason.INJECTED_DROP, detail)
+
+
+def _want(wanted: dict, key: str, source: Source, value: Any, stamp: float, importance: float,
+          exempt: bool) -> None:
+    """Merge one cabin's wish for an item: the highest importance and any exemption win."""
+    previous = wanted.get(key)
+    if previous is not None:
+        importance = max(importance, previous['importance'])
+        exempt = exempt or previous['exempt']
+    wanted[key] = dict(value=value, importance=importance, source=source, stamp=stamp,
+                       exempt=exempt)
+
+
+def _summarise(key: str, absent: list[Missing], why_none: str,
+               none_reason: MissingReason = MissingReason.NEVER_SEEN) -> Missing:
+    """One Missing for a required key or category from the absent keys behind it."""
+    if not absent:
+        return Missing(key, none_reason, why_none)
+    if len(absent) == 1 and absent[0].key == key:
+        return absent[0]
+    reason = min((m.reason for m in absent), key=_REASON_PRIORITY.index)
+    shown = '; '.join(f'{m.key}: {m.reason.value} ({m.detail})' for m in absent[:3])
+    more = f'; and {len(absent) - 3} more' if len(absent) > 3 else ''
+    return Missing(key, reason, f'{len(absent)} matching not served: {shown}{more}')
+
+
+def _filtered_detail(tags: Iterable[str], include: frozenset[str],
+                     exclude: frozenset[str]) -> str:
+    excluded = sorted(set(tags) & exclude)
+    if excluded:
+        return f'left out by tag filter: tags {excluded} excluded'
+    return f'left out by tag filter: tags {sorted(tags)} not in include {sorted(include)}'
+
+
+def _by_key(missing: Missing) -> str:
+    return missing.key
+
+
+def _checked_manifests(manifests: Mapping[str, Manifest]) -> dict[str, Manifest]:
+    if not isinstance(manifests, Mapping) or not manifests:
+        raise ValueError('manifests: must be a non-empty mapping of cabin name -> Manifest')
+    for name, manifest in manifests.items():
+        if not isinstance(manifest, Manifest) or manifest.name != name:
+            raise ValueError(f'manifests[{name!r}]: must be the Manifest named {name!r}, '
+                             f'got {manifest!r}')
+    return dict(manifests)
