@@ -1,0 +1,82 @@
+"""Why-not answers for every reason a key can be in or out of a cabin's pack."""
+
+import numpy as np
+import pytest
+
+from working_memory.core.assembly import Assembler, event_item_key
+from working_memory.core.board import BoardSnapshot
+from working_memory.core.eventlog import EventLog
+from working_memory.core.eviction import WorkingSet
+from working_memory.core.explain import explain
+from working_memory.core.gridmap import GridMap
+from working_memory.core.items import BoardEntry, Event, EventKind
+from working_memory.core.manifest import manifests_from_params
+
+MANIFESTS = manifests_from_params({'cabins': {
+    'planner': {
+        'board_keys': ['goal:*', 'pose', 'reading:*', 'station:*', 'door:*', 'battery'],
+        'weights': ['reading:*=0.1', 'goal:*=1.0'],
+        'map': {'radius_m': 1.0},
+        'events': {'window_s': 10.0, 'kinds': ['FAILURE', 'CONSTRAINT']},
+        'tags': {'exclude': ['charging']},
+        'drop': ['door:*'],
+    },
+    'monitor': {'board_keys': ['battery']},
+}})
+
+
+@pytest.fixture(scope='module')
+def frame_and_events():
+    board, log = BoardSnapshot(), EventLog(100)
+    board.apply([
+        BoardEntry('goal:deliver', {'to': 'A'}, 0.0),
+        BoardEntry('pose', {'x': 1.0, 'y': 1.0}, 0.0, ttl=2.0),
+        BoardEntry('reading:1', 1, 0.0), BoardEntry('reading:2', 2, 0.0),
+        BoardEntry('station:3', {}, 0.0, tags=('charging',)),
+        BoardEntry('door:1', 'open', 0.0),
+    ])
+    failure = log.append(Event(8.0, EventKind.FAILURE, key='open_door'))
+    old = log.append(Event(1.0, EventKind.CONSTRAINT, key='lane_closed'))
+    grid = GridMap(np.zeros((10, 10), dtype=np.int8), (0.0, 0.0), 1.0)
+    # Capacity 3: goal (exempt), the failure event and one reading fit; reading:1 is put
+    # first (keys in order), so among the equal readings it is the least recently used.
+    assembler = Assembler(MANIFESTS, WorkingSet(3))
+    frame = assembler.assemble(7, 12.0, board, log, grid, pose=(1.0, 1.0))
+    return frame, failure, old
+
+
+@pytest.mark.parametrize('cabin, key, present, reason, detail', [
+    ('planner', 'goal:deliver', True, 'PRESENT', 'board item, importance 1.00, exempt'),
+    ('planner', 'map', True, 'PRESENT', 'map window 3 x 3 cells at (0.00, 0.00) m'),
+    ('planner', 'events:FAILURE', True, 'PRESENT', '1 FAILURE event(s) in the window'),
+    ('planner', 'pose', False, 'STALE', 'stale for 10.0 s (ttl 2.0 s)'),
+    ('planner', 'reading:1', False, 'EVICTED', 'evicted at tick 7 (capacity): importance 0.10'),
+    ('planner', 'station:3', False, 'OUT_OF_SCOPE', "tags ['charging'] excluded"),
+    ('planner', 'door:1', False, 'INJECTED_DROP', 'withheld by an injected drop'),
+    ('planner', 'door:*', False, 'INJECTED_DROP', 'injected drop: 1 item(s) withheld: door:1'),
+    ('planner', 'battery', False, 'NEVER_SEEN', 'not on the board at tick 7'),
+    ('planner', 'events:CONSTRAINT', False, 'OUT_OF_SCOPE', 'no CONSTRAINT event in the window'),
+    ('planner', 'route', False, 'NOT_IN_MANIFEST', "planner manifest does not select 'route'"),
+    ('planner', 'events:ALARM', False, 'NOT_IN_MANIFEST', 'events: FAILURE, CONSTRAINT'),
+    ('monitor', 'map', False, 'NOT_IN_MANIFEST', 'board keys: battery; events: none'),
+])
+def test_explain_answers_each_reason_with_detail(frame_and_events, cabin, key, present, reason,
+                                                 detail):
+    frame, _, _ = frame_and_events
+    answer = explain(frame, MANIFESTS, cabin, key)
+    assert (answer.present, answer.reason) == (present, reason), answer
+    assert detail in answer.detail
+
+
+def test_explain_event_items_in_and_out_of_the_window(frame_and_events):
+    frame, failure, old = frame_and_events
+    assert explain(frame, MANIFESTS, 'planner', event_item_key(failure)).present
+    answer = explain(frame, MANIFESTS, 'planner', event_item_key(old))
+    assert (answer.present, answer.reason) == (False, 'OUT_OF_SCOPE')
+    assert 'not in the event window of tick 7' in answer.detail
+
+
+def test_explain_unknown_cabin_names_the_known_ones(frame_and_events):
+    frame, _, _ = frame_and_events
+    with pytest.raises(ValueError, match='cabin .executor.: unknown .known: planner, monitor.'):
+        explain(frame, MANIFESTS, 'executor', 'pose')

@@ -1,0 +1,100 @@
+"""Why-not answers: why a key is, or is not, in a cabin's pack of a frozen frame."""
+
+from __future__ import annotations
+
+from typing import Mapping, NamedTuple
+
+from working_memory.core.assembly import event_item_key, event_item_kind
+from working_memory.core.frames import Frame, Pack
+from working_memory.core.items import EventKind
+from working_memory.core.manifest import ALL_KINDS, EVENTS_PREFIX, MAP, Manifest
+
+PRESENT = 'PRESENT'
+NOT_IN_MANIFEST = 'NOT_IN_MANIFEST'
+NEVER_SEEN = 'NEVER_SEEN'
+OUT_OF_SCOPE = 'OUT_OF_SCOPE'
+
+
+class Explanation(NamedTuple):
+    """`reason` is PRESENT, NOT_IN_MANIFEST or a MissingReason value."""
+
+    present: bool
+    reason: str
+    detail: str
+
+
+def explain(frame: Frame, manifests: Mapping[str, Manifest], cabin: str,
+            key: str) -> Explanation:
+    """Explain `key` (board key, event item key, "events:<KIND>" or "map") in `cabin`'s pack.
+
+    `manifests` are the ones the frame was assembled with. Raises ValueError
+    for a cabin the frame or the manifests do not know.
+    """
+    pack = frame.pack(cabin)
+    manifest = manifests.get(cabin)
+    if manifest is None:
+        raise ValueError(f'cabin {cabin!r}: no manifest (known: {", ".join(manifests)})')
+    served = _served(pack, key)
+    if served:
+        return Explanation(True, PRESENT, served)
+    for missing in pack.missing + pack.absent:
+        if missing.key == key:
+            return Explanation(False, missing.reason.value, missing.detail)
+    return _unrecorded(pack, manifest, key)
+
+
+def _served(pack: Pack, key: str) -> str:
+    """Describe how `key` is served in `pack`, or return '' when it is not."""
+    item = pack.item(key)
+    if item is not None:
+        exempt = ', exempt' if item.exempt else ''
+        return (f'{item.source.value} item, importance {item.importance:.2f}{exempt}, '
+                f'stamp t={item.stamp:.1f} s')
+    for event in pack.events:
+        if event_item_key(event) == key:
+            return f'{event.kind.value} event from {event.source!r} at t={event.stamp:.1f} s'
+    if key == MAP and pack.map_window is not None:
+        height, width = pack.map_window.data.shape
+        x, y = pack.map_window.origin
+        return f'map window {width} x {height} cells at ({x:.2f}, {y:.2f}) m'
+    if key.startswith(EVENTS_PREFIX):
+        kind = key[len(EVENTS_PREFIX):]
+        count = sum(kind in (ALL_KINDS, event.kind.value) for event in pack.events)
+        if count:
+            return f'{count} {kind} event(s) in the window'
+    return ''
+
+
+def _unrecorded(pack: Pack, manifest: Manifest, key: str) -> Explanation:
+    """Answer for a key the pack has no record of, from what the manifest asks for."""
+    if key == MAP:
+        if manifest.map.enabled:
+            return Explanation(False, OUT_OF_SCOPE, 'no map window in this pack')
+    elif key.startswith(EVENTS_PREFIX):
+        kind = key[len(EVENTS_PREFIX):]
+        if manifest.events.enabled and (kind == ALL_KINDS or _selects_kind(manifest, kind)):
+            return Explanation(False, OUT_OF_SCOPE,
+                               f'no {kind} event in the window of tick {pack.tick}')
+    elif event_item_kind(key) is not None:
+        if _selects_kind(manifest, event_item_kind(key)):
+            return Explanation(False, OUT_OF_SCOPE,
+                               f'not in the event window of tick {pack.tick} '
+                               f'(last {manifest.events.window_s:.1f} s)')
+    elif manifest.selects.match(key):
+        return Explanation(False, NEVER_SEEN, f'not on the board at tick {pack.tick}')
+    return Explanation(False, NOT_IN_MANIFEST, _manifest_summary(manifest, key))
+
+
+def _selects_kind(manifest: Manifest, kind: str) -> bool:
+    return kind in EventKind.__members__ and manifest.events.selects(EventKind(kind))
+
+
+def _manifest_summary(manifest: Manifest, key: str) -> str:
+    patterns = ', '.join(manifest.selects.patterns) or 'none'
+    scope = manifest.events
+    if not scope.enabled:
+        events = 'none'
+    else:
+        events = ', '.join(kind.value for kind in scope.kinds) or 'all kinds'
+    return (f'{manifest.name} manifest does not select {key!r} '
+            f'(board keys: {patterns}; events: {events})')
