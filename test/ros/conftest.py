@@ -127,7 +127,7 @@ class MemoryProbe:
         assert self.spin_until(seen, timeout), 'no matching frame'
         return found[0]
 
-    def status(self, name, predicate=lambda status: True):
+    def status(self, name, predicate=lambda status: True, on_spin=None):
         """Spin until this node's diagnostic status `name` satisfies `predicate`; return it."""
         full_name = f'{self.node_name}: {name}'
         found = []
@@ -136,7 +136,8 @@ class MemoryProbe:
             found[:] = [s for array in self.diagnostics for s in array.status
                         if s.name == full_name and predicate(s)]
             return bool(found)
-        assert self.spin_until(seen), f'no diagnostic status {full_name!r} as expected'
+        assert self.spin_until(seen, on_spin=on_spin), \
+            f'no diagnostic status {full_name!r} as expected'
         return found[-1]
 
     @staticmethod

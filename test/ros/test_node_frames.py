@@ -1,0 +1,251 @@
+"""Inputs to frames, the latched frame, and the assemble/explain services, over real DDS."""
+
+import array
+import json
+import math
+
+import rclpy
+from nav_msgs.msg import OccupancyGrid, Odometry
+from rclpy.parameter import Parameter
+
+from working_memory.core.items import BoardEntry, Event, EventKind
+from working_memory.msg import BoardEntry as BoardEntryMsg
+from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent, MissingItem
+from working_memory.ros import qos
+from working_memory.ros.conversions import (board_update_msg, log_event_msg, odometry_msg,
+                                            time_from_seconds)
+
+OBSTACLE = (10, 12)  # (row, col) of the one occupied cell
+
+
+def grid_msg(width=40, height=30, resolution=0.1):
+    """A free width x height map at the origin with one occupied cell at OBSTACLE."""
+    cells = bytearray(width * height)
+    cells[OBSTACLE[0] * width + OBSTACLE[1]] = 100
+    msg = OccupancyGrid()
+    msg.header.frame_id = 'map'
+    msg.info.resolution = resolution
+    msg.info.width, msg.info.height = width, height
+    msg.info.origin.orientation.w = 1.0
+    msg.data = array.array('b', bytes(cells))
+    return msg
+
+
+def now_s(node):
+    return node.get_clock().now().nanoseconds * 1e-9
+
+
+def publish_board(probe, node, *entries, removed=()):
+    probe.board.publish(board_update_msg(entries, now_s(node), removed))
+
+
+def publish_event(probe, kind, key, detail=None, importance=None, tags=()):
+    probe.log.publish(log_event_msg(Event(stamp=0.0, kind=kind, source='test', key=key,
+                                          detail=detail, importance=importance, tags=tags)))
+
+
+def entry(key, value, importance=None, **fields):
+    return BoardEntry(key, value, stamp=0.0, importance=importance, **fields)
+
+
+def pack(frame, cabin):
+    return next(p for p in frame.packs if p.cabin == cabin)
+
+
+def keys(pack_msg):
+    return {item.key for item in pack_msg.items}
+
+
+def feed_delivery_scene(probe, node):
+    """Map, goal, safety constraint, pose, current action, and three events."""
+    probe.wait_matched(probe.board, probe.log)
+    probe.map.publish(grid_msg())
+    publish_board(probe, node, entry('goal:deliver', {'to': 'dock'}),
+                  entry('safety:zone', {'x': 3.0}), entry('pose', {'x': 1.25, 'y': 1.05, 'yaw': 0.0}),
+                  entry('action:current', {'name': 'drive'}))
+    publish_event(probe, EventKind.CONSTRAINT, 'door:main', {'closed': True}, importance=0.8)
+    publish_event(probe, EventKind.FAILURE, 'open_door', {'attempt': 1}, importance=0.7)
+    publish_event(probe, EventKind.ACTION, 'drive', None, importance=0.4)
+
+
+def complete(frame):
+    planner, executor = pack(frame, 'planner'), pack(frame, 'executor')
+    return (len(planner.recent_events) == 2 and len(executor.recent_events) == 3
+            and planner.nearby_map.info.width and 'action:current' in keys(executor))
+
+
+def test_board_map_and_log_inputs_reach_every_pack_of_the_frame(start_memory):
+    node, probe = start_memory()
+    feed_delivery_scene(probe, node)
+    frame = probe.wait_frame(complete)
+    planner, executor = pack(frame, 'planner'), pack(frame, 'executor')
+    assert [p.cabin for p in frame.packs] == ['planner', 'executor']
+    assert planner.tick == executor.tick == frame.tick and frame.digest
+    assert keys(planner) == {'goal:deliver', 'safety:zone', 'pose'}
+    assert keys(executor) == {'action:current', 'pose'}
+    items = {item.key: item for item in planner.items}
+    assert json.loads(items['pose'].value) == {'x': 1.25, 'y': 1.05, 'yaw': 0.0}
+    assert items['pose'].importance == 0.9 and not items['pose'].exempt
+    assert items['goal:deliver'].exempt and items['safety:zone'].exempt
+    assert [e.key for e in planner.recent_events] == ['door:main', 'open_door']
+    assert planner.recent_events[0].kind == LogEvent.CONSTRAINT
+    assert json.loads(planner.recent_events[0].detail) == {'closed': True}
+    assert not planner.missing and not executor.missing
+    # The 1 m window around (1.25, 1.05) m: columns 2..22, rows 0..20 of the 0.1 m grid.
+    window = planner.nearby_map
+    assert (window.info.width, window.info.height) == (21, 21)
+    assert math.isclose(window.info.origin.position.x, 0.2, abs_tol=1e-6)
+    assert window.info.origin.position.y == 0.0
+    assert window.header.frame_id == 'map'
+    row, col = OBSTACLE[0] - 0, OBSTACLE[1] - 2
+    assert window.data[row * 21 + col] == 100 and sum(window.data) == 100
+    assert not executor.nearby_map.info.width   # the executor manifest has no map scope
+
+
+def test_removed_board_key_leaves_the_next_frames(start_memory):
+    node, probe = start_memory()
+    feed_delivery_scene(probe, node)
+    probe.wait_frame(lambda f: 'safety:zone' in keys(pack(f, 'planner')))
+    publish_board(probe, node, removed=['safety:zone'])
+    probe.wait_frame(lambda f: 'safety:zone' not in keys(pack(f, 'planner')))
+
+
+def test_late_subscriber_gets_the_latched_current_frame(start_memory, context, add_node,
+                                                         spin_until, namespace):
+    node, probe = start_memory()
+    probe.wait_frame()
+    node.trigger_deactivate()   # no new frames: the latched one is the last published
+    last = probe.frames[-1]
+    late_node = add_node(rclpy.create_node('late', namespace=namespace, context=context))
+    late = []
+    late_node.create_subscription(ContextFrame, 'working_memory/frame', late.append,
+                                  qos.frame_qos())
+    assert spin_until(lambda: late)
+    assert late[0].tick == last.tick and late[0].digest == last.digest
+
+
+def test_assemble_returns_exactly_the_pack_published_in_that_tick(start_memory):
+    node, probe = start_memory()
+    feed_delivery_scene(probe, node)
+    frame = probe.wait_frame(complete)
+    for index, cabin in enumerate(('planner', 'executor')):
+        response = probe.assemble(cabin, frame.tick)
+        assert response.success and response.message == ''
+        assert response.pack == frame.packs[index]
+    latest = probe.assemble('planner', 0)
+    assert latest.success and latest.pack.tick >= frame.tick
+
+
+def test_bad_requests_fail_with_a_message_saying_what_is_valid(start_memory):
+    node, probe = start_memory({'frames_kept': 3})
+    first = probe.wait_frame()
+    probe.wait_frame(lambda frame: frame.tick >= first.tick + 5)
+    unknown = probe.assemble('navigator')
+    assert not unknown.success
+    assert 'navigator' in unknown.message and 'planner, executor' in unknown.message
+    gone = probe.assemble('planner', first.tick)
+    assert not gone.success and 'retained ticks' in gone.message
+    future = probe.assemble('planner', 10**12)
+    assert not future.success and 'retained ticks' in future.message
+    no_key = probe.explain('planner', '')
+    assert not no_key.success and no_key.message.startswith('key:')
+    unknown = probe.explain('navigator', 'pose')
+    assert not unknown.success and 'planner, executor' in unknown.message
+    probe.wait_frame()   # still ticking
+
+
+def test_explain_answers_every_reason(start_memory):
+    node, probe = start_memory({'capacity': 4})
+    probe.wait_matched(probe.board)
+    now = now_s(node)
+    readings = [entry(f'reading:{n}', n) for n in range(6)]
+    publish_board(probe, node, entry('goal:deliver', {'to': 'dock'}),
+                  entry('pose', {'x': 1.0, 'y': 1.0}), *readings,
+                  entry('reading:charger', 1, tags=('charging',)),
+                  BoardEntry('reading:old', 0, stamp=now - 100.0, ttl=1.0))
+    frame = probe.wait_frame(lambda f: 'pose' in keys(pack(f, 'planner'))
+                             and any(m.key == 'reading:old' for m in pack(f, 'planner').missing))
+    served = keys(pack(frame, 'planner'))
+    evicted = next(r.key for r in readings if r.key not in served)
+    expected = {'pose': 'PRESENT', 'battery': 'NEVER_SEEN', 'reading:old': 'STALE',
+                evicted: 'EVICTED', 'reading:charger': 'OUT_OF_SCOPE',
+                'action:current': 'NOT_IN_MANIFEST'}
+    for key, reason in expected.items():
+        answer = probe.explain('planner', key, frame.tick)
+        assert answer.success, answer.message
+        assert (answer.reason, answer.present) == (reason, reason == 'PRESENT'), (key, answer)
+        assert answer.detail
+    assert probe.spin_until(lambda: any(e.key.startswith('reading:') for e in probe.evictions))
+    record = next(e for e in probe.evictions if e.key.startswith('reading:'))
+    assert record.reason == Eviction.CAPACITY and record.importance == 0.1
+
+    drop = Parameter('cabins.planner.drop', value=['board:pose'])
+    assert node.set_parameters([drop])[0].successful
+    dropped = probe.wait_frame(lambda f: 'pose' not in keys(pack(f, 'planner')))
+    answer = probe.explain('planner', 'pose', dropped.tick)
+    assert (answer.present, answer.reason) == (False, 'INJECTED_DROP')
+    # Frozen frames keep their answer; the other cabin is untouched by the planner's drop.
+    assert probe.explain('planner', 'pose', frame.tick).reason == 'PRESENT'
+    assert 'pose' in keys(pack(dropped, 'executor'))
+
+
+def test_injected_drop_is_visible_in_packs_and_switchable_at_runtime(start_memory):
+    node, probe = start_memory()
+    feed_delivery_scene(probe, node)
+    probe.wait_frame(complete)
+    node.set_parameters([Parameter('cabins.planner.drop', value=['events:FAILURE', 'map'])])
+    frame = probe.wait_frame(lambda f: not pack(f, 'planner').nearby_map.info.width)
+    planner = pack(frame, 'planner')
+    assert [e.key for e in planner.recent_events] == ['door:main']
+    drops = {(m.key, m.reason) for m in planner.missing}
+    assert {('events:FAILURE', MissingItem.INJECTED_DROP),
+            ('map', MissingItem.INJECTED_DROP)} <= drops
+    node.set_parameters([Parameter('cabins.planner.drop', Parameter.Type.STRING_ARRAY, [])])
+    probe.wait_frame(complete)
+
+
+def test_bad_inputs_are_counted_in_diagnostics_and_good_ones_still_apply(start_memory):
+    node, probe = start_memory()
+    probe.wait_matched(probe.board, probe.log)
+    update = BoardUpdate(entries=[
+        BoardEntryMsg(key='battery', value='0.8', importance=0.5),
+        BoardEntryMsg(key='goal:broken', value='{oops', importance=float('nan')),
+        BoardEntryMsg(key='pose', value='{"x": 1, "y": 1}', importance=1.5),
+    ])
+    update.header.stamp = time_from_seconds(now_s(node))
+    probe.board.publish(update)
+    malformed = grid_msg()
+    malformed.info.width = 7
+    probe.map.publish(malformed)
+    probe.log.publish(LogEvent(kind=42, key='what'))
+    status = probe.status('inputs', lambda s: probe.values(s)['board.rejected'] == '2'
+                          and probe.values(s)['map.rejected'] == '1'
+                          and probe.values(s)['log.rejected'] == '1')
+    values = probe.values(status)
+    assert status.level == b'\x01'
+    assert 'goal:broken' in values['board.last_rejection'] or 'pose' in values['board.last_rejection']
+    assert 'width 7' in values['map.last_rejection']
+    assert 'kind 42' in values['log.last_rejection']
+    frame = probe.wait_frame(lambda f: 'battery' in keys(pack(f, 'planner')))
+    assert 'goal:broken' not in keys(pack(frame, 'planner'))
+
+
+def test_odometry_pose_source_places_the_map_window(start_memory):
+    node, probe = start_memory({'pose_source': 'odometry'})
+    odom = probe.node.create_publisher(Odometry, 'odom', 10)
+    probe.map.publish(grid_msg())
+    probe.wait_matched(odom)
+
+    def publish(frame_id):
+        odom.publish(odometry_msg(2.55, 1.55, 0.0, 0.0, 0.0, now_s(node), frame_id, 'base_link'))
+
+    def windows():
+        return [f for f in probe.frames if pack(f, 'planner').nearby_map.info.width]
+    # Odometry is best effort: keep publishing until a frame carries the window.
+    assert probe.spin_until(windows, on_spin=lambda: publish('map'))
+    window = pack(windows()[0], 'planner').nearby_map
+    assert math.isclose(window.info.origin.position.x, 1.5, abs_tol=1e-6)
+    assert math.isclose(window.info.origin.position.y, 0.5, abs_tol=1e-6)
+    status = probe.status('inputs', lambda s: probe.values(s)['odom.rejected'] != '0',
+                          on_spin=lambda: publish('odom'))
+    assert "'odom' is not map_frame 'map'" in probe.values(status)['odom.last_rejection']
