@@ -1,0 +1,175 @@
+"""What planner and executor authors use: one cabin's frozen pack per tick, and the WM services.
+
+    client = WorkingMemoryClient(node, 'planner', on_pack=decide)
+    view = client.latest()            # PackView or None before the first frame
+    pack = client.assemble(tick=42)   # blocking service call, see the threading note
+    why = client.explain('safety:zone/high_voltage')
+
+Part of the ROS adapter layer: message fields are read in
+ros/decision_conversions.py; this module owns the ROS entities.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+
+from working_memory.decision.pack import PackView
+from working_memory.msg import ContextFrame
+from working_memory.ros.decision_conversions import (cabin_pack_from_frame, frame_cabins,
+                                                     pack_view_from_msg)
+from working_memory.ros.qos import frame_qos
+from working_memory.srv import Assemble, Explain
+
+
+class WorkingMemoryError(RuntimeError):
+    """The working memory answered with an error (unknown cabin, tick out of range...)."""
+
+
+class WorkingMemoryTimeout(WorkingMemoryError, TimeoutError):
+    """A service was not available, or did not answer, within the timeout."""
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why `key` is (or is not) in `cabin`'s pack of `tick` (0: the latest tick)."""
+
+    cabin: str
+    key: str
+    tick: int
+    present: bool
+    # PRESENT, NEVER_SEEN, STALE, EVICTED, OUT_OF_SCOPE, INJECTED_DROP or NOT_IN_MANIFEST.
+    reason: str
+    detail: str
+
+
+class WorkingMemoryClient:
+    """Read one cabin's pack of every tick, and call the working memory's services.
+
+    Subscriptions: `<namespace>/frame` (ContextFrame, frame QoS: reliable,
+    transient local, keep last 1 — a late client gets the current frame at once).
+    Service clients: `<namespace>/assemble`, `<namespace>/explain`.
+
+    `latest()` may be called from any thread. `on_pack(view)` runs in the frame
+    subscription's callback (the node's default callback group) once per new
+    (tick, digest); a frame that cannot be read, or has no pack for this cabin,
+    is logged and skipped, and `latest()` keeps the previous pack.
+
+    Threading: `assemble()` and `explain()` block the calling thread until the
+    answer arrives or the timeout passes. The answer is delivered by the node's
+    executor through a callback group of the client's own, so spin the node with
+    a MultiThreadedExecutor (then calling from a callback is fine), or call from
+    a thread other than the one spinning it. Called from a callback of a
+    single-threaded executor the answer cannot arrive: the call raises
+    WorkingMemoryTimeout after the timeout instead of deadlocking.
+    """
+
+    def __init__(self, node: Node, cabin: str, namespace: str = '/working_memory',
+                 on_pack: Callable[[PackView], None] | None = None, timeout_s: float = 2.0):
+        if not cabin:
+            raise ValueError('cabin: must not be empty')
+        if not timeout_s > 0.0:
+            raise ValueError(f'timeout_s: must be > 0 s, got {timeout_s!r}')
+        self._node = node
+        self._cabin = cabin
+        self._on_pack = on_pack
+        self._timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._latest: PackView | None = None
+        namespace = namespace.rstrip('/')
+        self._frame_sub = node.create_subscription(
+            ContextFrame, f'{namespace}/frame', self._on_frame, frame_qos())
+        services = MutuallyExclusiveCallbackGroup()
+        self._assemble = node.create_client(Assemble, f'{namespace}/assemble',
+                                            callback_group=services)
+        self._explain = node.create_client(Explain, f'{namespace}/explain',
+                                           callback_group=services)
+
+    @property
+    def cabin(self) -> str:
+        """The cabin whose pack this client reads."""
+        return self._cabin
+
+    def latest(self) -> PackView | None:
+        """Return the newest pack of this cabin, None before the first frame."""
+        with self._lock:
+            return self._latest
+
+    def assemble(self, tick: int = 0, timeout_s: float | None = None) -> PackView:
+        """Return this cabin's pack of `tick` (0: the latest) from the Assemble service.
+
+        The view's `frame_digest` is None: the service returns the pack alone.
+        Raises WorkingMemoryError when the node refuses (its message says why),
+        WorkingMemoryTimeout when it does not answer within `timeout_s` [s].
+        """
+        response = self._call(self._assemble, Assemble.Request(cabin=self._cabin, tick=tick),
+                              timeout_s)
+        try:
+            return pack_view_from_msg(response.pack, frame_digest=None)
+        except ValueError as error:
+            raise WorkingMemoryError(f'{self._assemble.service_name}: {error}') from None
+
+    def explain(self, key: str, tick: int = 0, timeout_s: float | None = None) -> Explanation:
+        """Return why `key` is or is not in this cabin's pack of `tick` (0: the latest).
+
+        Raises WorkingMemoryError / WorkingMemoryTimeout like `assemble`.
+        """
+        response = self._call(self._explain,
+                              Explain.Request(cabin=self._cabin, key=key, tick=tick), timeout_s)
+        return Explanation(cabin=self._cabin, key=key, tick=tick, present=response.present,
+                           reason=response.reason, detail=response.detail)
+
+    def destroy(self) -> None:
+        """Release the subscription and service clients."""
+        self._node.destroy_subscription(self._frame_sub)
+        self._node.destroy_client(self._assemble)
+        self._node.destroy_client(self._explain)
+
+    def _call(self, client, request, timeout_s: float | None):
+        """Call a service and wait for the answer without spinning (see the class docstring)."""
+        timeout_s = self._timeout_s if timeout_s is None else timeout_s
+        name = client.service_name
+        if not client.service_is_ready() and not client.wait_for_service(timeout_sec=timeout_s):
+            raise WorkingMemoryTimeout(f'{name}: service not available within {timeout_s:.1f} s')
+        answered = threading.Event()
+        future = client.call_async(request)
+        future.add_done_callback(lambda _: answered.set())
+        # The answer may have arrived before the callback was added.
+        if not future.done() and not answered.wait(timeout_s):
+            client.remove_pending_request(future)
+            future.cancel()
+            raise WorkingMemoryTimeout(
+                f'{name}: no answer within {timeout_s:.1f} s (is the node spun by another '
+                'thread or a MultiThreadedExecutor? see WorkingMemoryClient)')
+        error = future.exception()
+        if error is not None:
+            raise WorkingMemoryError(f'{name}: {error}') from error
+        response = future.result()
+        if not response.success:
+            raise WorkingMemoryError(f'{name} (cabin {request.cabin!r}, tick {request.tick}): '
+                                     f'{response.message}')
+        return response
+
+    def _on_frame(self, msg: ContextFrame) -> None:
+        """Keep this cabin's pack of a new frame and hand it to `on_pack`."""
+        try:
+            view = cabin_pack_from_frame(msg, self._cabin)
+        except ValueError as error:
+            self._node.get_logger().error(f'frame of tick {msg.tick} skipped: {error}')
+            return
+        if view is None:
+            self._node.get_logger().error(
+                f'frame of tick {msg.tick} has no pack for cabin {self._cabin!r} '
+                f'(cabins: {", ".join(frame_cabins(msg)) or "none"})', throttle_duration_sec=10.0)
+            return
+        with self._lock:
+            previous, self._latest = self._latest, view
+        if previous is not None and (previous.tick, previous.frame_digest) == (view.tick,
+                                                                                view.frame_digest):
+            return
+        if self._on_pack is not None:
+            self._on_pack(view)
