@@ -1,0 +1,131 @@
+"""What the reference planner, executor and monitor nodes share: read the pack, decide, report.
+
+Each node reads its own cabin's pack of every tick through WorkingMemoryClient,
+hands it to the pure decision logic (working_memory/decision) and publishes a
+DecisionStatus stamped with the (tick, frame digest) it used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import rclpy
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from working_memory.client import WorkingMemoryClient
+from working_memory.core.items import BoardEntry, Event, EventKind
+from working_memory.decision.pack import PackView
+from working_memory.msg import BoardUpdate, DecisionStatus, LogEvent
+from working_memory.ros import qos
+from working_memory.ros.conversions import (board_update_msg, log_event_msg,
+                                            parameter_descriptor, parameter_type)
+from working_memory.ros.decision_conversions import decision_status_msg
+from working_memory.ros.params import ParamSpec, ParamType
+
+COMMON_PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec('cabin', ParamType.STRING, '',
+              "Cabin whose pack this node reads; '' means the node's own cabin name",
+              read_only=True),
+    ParamSpec('working_memory_namespace', ParamType.STRING, '/working_memory',
+              'Namespace of the working-memory node (its frame topic and services)',
+              read_only=True),
+)
+
+
+class DecisionNode(Node):
+    """Base of the decision nodes.
+
+    ROS Parameters:
+        `cabin`, `working_memory_namespace` (COMMON_PARAMS), plus the subclass's `PARAMS`;
+        all read-only (a decision node's settings are its contract for the run).
+        `use_sim_time` makes every stamp and decision time sim time.
+    Subscriptions:
+        `<working_memory_namespace>/frame` (ContextFrame) through WorkingMemoryClient.
+    Publishers:
+        `~/status` (DecisionStatus), `log` (LogEvent); subclasses add theirs.
+    """
+
+    PARAMS: tuple[ParamSpec, ...] = ()
+
+    def __init__(self, node_name: str, default_cabin: str, **kwargs: Any):
+        super().__init__(node_name, **kwargs)
+        self.params = self._declare(COMMON_PARAMS + self.PARAMS)
+        self.cabin = self.params['cabin'] or default_cabin
+        self._status_pub = self.create_publisher(DecisionStatus, '~/status', qos.stream_qos(10))
+        self._log_pub = self.create_publisher(LogEvent, 'log', qos.stream_qos())
+        self.client = WorkingMemoryClient(self, self.cabin,
+                                          self.params['working_memory_namespace'],
+                                          on_pack=self._on_pack)
+
+    def decide(self, view: PackView, now: float) -> None:
+        """Decide on one tick's pack at `now` [s] and publish; subclasses implement it."""
+        raise NotImplementedError
+
+    def now(self) -> float:
+        """Return the node clock's time [s] (sim time under use_sim_time)."""
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def publish_status(self, view: PackView, decision: str, detail: dict, now: float) -> None:
+        """Publish ~/status with the (tick, frame digest) of `view`."""
+        self._status_pub.publish(decision_status_msg(self.cabin, view.tick,
+                                                     view.frame_digest or '', decision, detail,
+                                                     now))
+
+    def publish_event(self, kind: EventKind, key: str, detail: Any, now: float,
+                      tags: tuple[str, ...] = (), importance: float | None = None) -> None:
+        """Publish one event on `log`, with this node's name as its source."""
+        self._log_pub.publish(log_event_msg(Event(
+            stamp=now, kind=kind, source=self.get_name(), key=key, detail=detail,
+            importance=importance, tags=tags)))
+
+    def board_publisher(self):
+        """Return a publisher on `board` (for the nodes that own board keys)."""
+        return self.create_publisher(BoardUpdate, 'board', qos.stream_qos())
+
+    @staticmethod
+    def board_update(key: str, value: Any, now: float, importance: float,
+                     tags: tuple[str, ...]) -> BoardUpdate:
+        """Return a BoardUpdate setting one key (ttl 0: the owner replaces it when it changes)."""
+        return board_update_msg([BoardEntry(key, value, now, importance, 0.0, tags)], now)
+
+    def _on_pack(self, view: PackView) -> None:
+        self.decide(view, self.now())
+
+    def _declare(self, specs: tuple[ParamSpec, ...]) -> dict[str, Any]:
+        """Declare `specs` and return their values by name.
+
+        Launch overrides win; rclpy rejects an override of the wrong type or out of
+        range with a ParameterException naming the parameter.
+        """
+        for spec in specs:
+            initial = spec.default if spec.default != [] else parameter_type(spec)
+            self.declare_parameter(spec.name, initial, parameter_descriptor(spec))
+        return {spec.name: self.get_parameter_or(
+                    spec.name, Parameter(spec.name, value=spec.default)).value
+                for spec in specs}
+
+
+def run(make_node: Callable[[], Node], args: list[str] | None = None) -> int:
+    """Spin the node made by `make_node` until Ctrl-C or shutdown; return the exit code."""
+    rclpy.init(args=args)
+    try:
+        node = make_node()
+    except (ParameterException, ValueError) as error:
+        # A bad parameter: say which, and exit instead of running with a broken contract.
+        rclpy.logging.get_logger('working_memory').fatal(str(error))
+        rclpy.try_shutdown()
+        return 2
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

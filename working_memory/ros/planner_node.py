@@ -1,0 +1,125 @@
+"""Reference planner node: plans `route` from its pack; alarms when constraints are missing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from working_memory.core.items import EventKind
+from working_memory.decision.pack import PackView
+from working_memory.decision.planner import (ConstraintAlarm, NoRoute, Planner, PlannerConfig,
+                                             Route, check_constraints)
+from working_memory.ros.decision_node import DecisionNode, run
+from working_memory.ros.params import ParamSpec, ParamType
+
+ROUTE_KEY = 'route'
+ALARM_KEY = 'constraint_validation'
+
+
+class PlannerNode(DecisionNode):
+    """Plan a grid route from pose to goal on the planner pack, respecting every safety zone in it.
+
+    Every tick: without a safety constraint in the pack it publishes an ALARM
+    (key `constraint_validation`, once per alarm episode) and holds; otherwise it
+    replans when due and publishes `route` on the board when the route changed.
+
+    ROS Parameters:
+        DecisionNode's, plus `robot_radius_m`, `occupied_threshold`, `door_width_m`,
+        `replan_period_s` (see PARAMS).
+    Subscriptions:
+        `<working_memory_namespace>/frame` (ContextFrame).
+    Publishers:
+        `board` (BoardUpdate: key `route`), `log` (LogEvent: ALARM), `~/status` (DecisionStatus:
+        decision route / keep_route / no_route / alarm; detail has `alarm` and the reason).
+    """
+
+    PARAMS = (
+        ParamSpec('robot_radius_m', ParamType.DOUBLE, 0.25,
+                  'Obstacles and safety zones are inflated by this radius [m]',
+                  range=(0.0, 5.0), read_only=True),
+        ParamSpec('occupied_threshold', ParamType.INTEGER, 50,
+                  'Map cells at or above this occupancy [0..100] are obstacles',
+                  range=(1, 100), read_only=True),
+        ParamSpec('door_width_m', ParamType.DOUBLE, 1.0,
+                  'Width of a closed door whose board value gives none [m]',
+                  range=(0.01, 10.0), read_only=True),
+        ParamSpec('replan_period_s', ParamType.DOUBLE, 1.0,
+                  'Replan at most this often [s]; constraints are checked every tick',
+                  range=(0.0, 3600.0), read_only=True),
+    )
+
+    def __init__(self, **kwargs: Any):
+        super().__init__('planner', 'planner', **kwargs)
+        self._planner = Planner(PlannerConfig(
+            robot_radius_m=self.params['robot_radius_m'],
+            occupied_threshold=self.params['occupied_threshold'],
+            door_width_m=self.params['door_width_m']))
+        self._board_pub = self.board_publisher()
+        self._alarm_signature: list[str] | None = None
+        self._planned_at: float | None = None
+        self._published: tuple | None = None   # waypoints after the start point
+        self._route_tick: int | None = None
+
+    def decide(self, view: PackView, now: float) -> None:
+        """Check constraints, replan when due, publish route, alarm and status."""
+        alarm = check_constraints(view)
+        if alarm is not None:
+            self._hold(view, alarm, now)
+            return
+        if self._alarm_signature is not None:
+            self.get_logger().info(f'tick {view.tick}: safety constraints back, alarm cleared')
+            self._alarm_signature, self._planned_at = None, None
+        if not self._due(now):
+            self.publish_status(view, 'keep_route',
+                                {'alarm': False, 'route_tick': self._route_tick}, now)
+            return
+        self._planned_at = now
+        result = self._planner.plan(view)
+        if isinstance(result, ConstraintAlarm):   # a constraint it could not read
+            self._hold(view, result, now)
+        elif isinstance(result, NoRoute):
+            self.get_logger().warning(f'tick {view.tick}: no route: {result.reason}',
+                                      throttle_duration_sec=5.0)
+            self.publish_status(view, 'no_route', {'alarm': False, 'reason': result.reason}, now)
+        else:
+            self._publish_route(view, result, now)
+
+    def _due(self, now: float) -> bool:
+        """Return True when no plan was made yet, the period passed, or time jumped back."""
+        return (self._planned_at is None or now < self._planned_at
+                or now - self._planned_at >= self.params['replan_period_s'])
+
+    def _publish_route(self, view: PackView, route: Route, now: float) -> None:
+        # The start point moves with the robot every tick; the rest is what changes a route.
+        shape = route.waypoints[1:]
+        changed = shape != self._published
+        if changed:
+            self._board_pub.publish(self.board_update(
+                ROUTE_KEY, {'waypoints': [list(point) for point in route.waypoints],
+                            'reaches_goal': route.reaches_goal,
+                            'tick': view.tick, 'digest': view.frame_digest},
+                now, 0.8, ('delivery', 'navigation')))
+            self._published, self._route_tick = shape, view.tick
+        self.publish_status(view, 'route', {
+            'alarm': False, 'published': changed, 'route_tick': self._route_tick,
+            'waypoints': len(route.waypoints), 'length_m': round(route.length_m, 3),
+            'reaches_goal': route.reaches_goal,
+            'constraints': list(route.constraints)}, now)
+
+    def _hold(self, view: PackView, alarm: ConstraintAlarm, now: float) -> None:
+        """Publish the alarm once per episode (and when its reason changes); hold the route."""
+        missing = [{'key': item.key, 'reason': item.reason.value, 'detail': item.detail}
+                   for item in alarm.missing]
+        detail = {'alarm': True, 'reason': alarm.reason, 'missing': missing}
+        signature = [item['key'] + ':' + item['reason'] for item in missing] or [alarm.reason]
+        if signature != self._alarm_signature:
+            self.get_logger().error(f'tick {view.tick}: holding, {alarm.reason}')
+            self.publish_event(EventKind.ALARM, ALARM_KEY,
+                               dict(detail, tick=view.tick, digest=view.frame_digest), now,
+                               tags=('safety', 'delivery'), importance=1.0)
+            self._alarm_signature = signature
+        self.publish_status(view, 'alarm', detail, now)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the planner node."""
+    return run(PlannerNode, args)
