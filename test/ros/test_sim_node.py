@@ -1,15 +1,15 @@
-"""The simulator node over real DDS: /clock advances, /map is latched, the board and log respond."""
+"""The simulator node over real DDS: /clock advances, /map is latched, the board and log respond.
 
-import time
+The fixtures (context, add_node, spin_until, namespace) come from test/ros/conftest.py; the
+relative topics (board, log, ~/status) live in the test's namespace.
+"""
 
 import pytest
 import rclpy
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.exceptions import ParameterException
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
@@ -22,40 +22,29 @@ from working_memory.ros.qos import latched_qos, map_qos, stream_qos
 from working_memory.ros.sim_node import SimWorldNode
 from working_memory.sim.world import WorldConfig
 
-SPIN_LIMIT_S = 20.0  # a bound on a hung test, never a timing assertion
 NEAR_DOOR = WorldConfig(start=(9.3, 6.0, 0.0))
-
-
-@pytest.fixture(scope='module', autouse=True)
-def ros_context():
-    rclpy.init()
-    yield
-    rclpy.shutdown()
 
 
 class Probe:
     """A test node that records what the simulator publishes."""
 
-    def __init__(self, spin_until):
-        self.node = rclpy.create_node('sim_probe')
+    def __init__(self, context, namespace, spin_until):
+        self.node = rclpy.create_node('sim_probe', namespace=namespace, context=context)
         self.spin_until = spin_until
         self.clock, self.board, self.events, self.status, self.odom, self.maps = ([], {}, [], [],
                                                                                   [], [])
-        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
-                              reliability=ReliabilityPolicy.RELIABLE,
-                              durability=DurabilityPolicy.VOLATILE)
         self.node.create_subscription(Clock, '/clock',
                                       lambda m: self.clock.append(seconds_from_time(m.clock)),
-                                      reliable)
+                                      stream_qos())
         self.node.create_subscription(BoardUpdate, 'board', self._on_board, stream_qos())
         self.node.create_subscription(LogEvent, 'log',
                                       lambda m: self.events.append(event_from_msg(m, 0.0)),
                                       stream_qos())
-        self.node.create_subscription(String, '/sim_world/status', lambda m: self.status.append(
+        self.node.create_subscription(String, 'sim_world/status', lambda m: self.status.append(
             json_from_string_msg(m, 'status')), latched_qos())
         self.node.create_subscription(Odometry, '/odom',
                                       lambda m: self.odom.append(pose_from_odometry(m, 'map')),
-                                      reliable)
+                                      stream_qos())
         self.cmd_vel = self.node.create_publisher(Twist, '/cmd_vel', 10)
         self.log = self.node.create_publisher(LogEvent, 'log', stream_qos())
 
@@ -81,37 +70,28 @@ class Probe:
 
 
 @pytest.fixture
-def start_stack():
-    """Return start(world_config=None, **parameters) -> (sim node, probe, spin_until)."""
-    executor = SingleThreadedExecutor()
-    nodes = []
+def start_stack(context, namespace, add_node, spin_until):
+    """Return start(world_config=None, **parameters) -> (sim node, probe, spin_until).
 
-    def spin_until(condition, on_spin=None):
-        deadline = time.monotonic() + SPIN_LIMIT_S
-        while not condition():
-            assert time.monotonic() < deadline, 'condition not reached within the spin limit'
-            if on_spin is not None:
-                on_spin()
-            executor.spin_once(timeout_sec=0.05)
+    This spin_until asserts that the condition was reached within the spin limit.
+    """
+    def spin(condition, on_spin=None):
+        assert spin_until(condition, on_spin=on_spin), 'condition not reached in the spin limit'
 
     def start(world_config=None, **parameters):
-        sim = SimWorldNode(world_config, parameter_overrides=[
-            Parameter(name, value=value) for name, value in parameters.items()])
-        probe = Probe(spin_until)
-        nodes.extend((sim, probe.node))
-        executor.add_node(sim)
-        executor.add_node(probe.node)
-        return sim, probe, spin_until
-
-    yield start
-    executor.shutdown()
-    for node in nodes:
-        node.destroy_node()
+        sim = add_node(SimWorldNode(
+            world_config, namespace=namespace, context=context,
+            parameter_overrides=[Parameter(name, value=value)
+                                 for name, value in parameters.items()]))
+        probe = Probe(context, namespace, spin)
+        add_node(probe.node)
+        return sim, probe, spin
+    return start
 
 
 @pytest.fixture
 def stack(start_stack):
-    """Yield the simulator with default parameters, a probe and spin_until."""
+    """The simulator with default parameters, a probe and spin_until."""
     return start_stack()
 
 
@@ -158,6 +138,15 @@ def test_late_board_subscriber_still_learns_the_static_keys(stack):
     assert len(probe.board['goal:deliver']) >= 2
 
 
+def test_mission_starts_when_the_expected_log_listeners_subscribe(start_stack):
+    sim, probe, spin_until = start_stack(log_listeners=2)
+    spin_until(lambda: probe.clock and probe.clock[-1] > 0.5)
+    assert probe.events_of(EventKind.GOAL, 'goal:deliver') == []
+    second = []
+    probe.node.create_subscription(LogEvent, 'log', second.append, stream_qos())
+    spin_until(lambda: probe.events_of(EventKind.GOAL, 'goal:deliver') and second)
+
+
 def test_cmd_vel_moves_the_robot(stack):
     sim, probe, spin_until = stack
     spin_until(lambda: probe.odom)
@@ -194,6 +183,6 @@ def test_open_door_push_fails_then_remote_open_opens_it(start_stack):
     assert probe.maps[-1].data[60, 100] == 0
 
 
-def test_out_of_range_parameter_is_rejected_naming_it():
+def test_out_of_range_parameter_is_rejected_naming_it(context):
     with pytest.raises(ParameterException, match='sim_dt'):
-        SimWorldNode(parameter_overrides=[Parameter('sim_dt', value=0.0)])
+        SimWorldNode(context=context, parameter_overrides=[Parameter('sim_dt', value=0.0)])

@@ -73,7 +73,7 @@ class SimWorldNode(Node):
         /map (nav_msgs/OccupancyGrid, latched): at start and whenever the door opens.
         board (BoardUpdate): goal, zone, door, charging stations at start, on change and
             again for each new subscriber; pose, battery, sensor:<n> at their rates.
-        log (LogEvent): GOAL and CONSTRAINT once a subscriber listens; FAILURE and
+        log (LogEvent): GOAL and CONSTRAINT once log_listeners subscribers listen; FAILURE and
             OBSERVATION outcomes of actions, door opened, delivered.
         ~/status (std_msgs/String, latched): JSON of the outcome (time, pose, delivered,
             zone_violations, collisions, door).
@@ -147,7 +147,7 @@ class SimWorldNode(Node):
         report = world.step(self._config.sim_dt, *self._current_command())
         now = world.time
         events = list(report.events)
-        if not self._mission_started and self._log_has_listener():
+        if not self._mission_started and self._log_has_listeners():
             self._mission_started = True
             events = world.start_events(now) + events
         for action in self._actions:
@@ -165,10 +165,11 @@ class SimWorldNode(Node):
             return (0.0, 0.0)
         return self._command
 
-    def _log_has_listener(self) -> bool:
-        # This node's own `log` subscription is one match; the mission starts (GOAL and
-        # CONSTRAINT are logged) once another node listens, so the first one gets them.
-        return self._log_pub.get_subscription_count() > 1
+    def _log_has_listeners(self) -> bool:
+        # `log` is volatile for most subscribers: the mission starts (GOAL and CONSTRAINT
+        # are logged) once the expected listeners matched. This node's own `log`
+        # subscription is one more match.
+        return self._log_pub.get_subscription_count() >= 1 + self._config.log_listeners
 
     def _publish(self, now: float, events: list[Event]) -> None:
         world, config, due = self._world, self._config, self._cadences

@@ -40,6 +40,9 @@ SIM_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('door_push_failures', ParamType.INTEGER, -1,
               'Push attempts that fail before the door opens; -1 lets the seed decide',
               range=(-1, 1000), read_only=True),
+    ParamSpec('log_listeners', ParamType.INTEGER, 1,
+              'Other subscribers of log to wait for before the mission starts (GOAL and '
+              'CONSTRAINT are logged); 0 starts at the first step', range=(0, 100), read_only=True),
     ParamSpec('cmd_vel_timeout_s', ParamType.DOUBLE, 0.5,
               'The robot stops when /cmd_vel has been silent this long (sim time) [s]',
               range=(0.001, 1e6), read_only=True),
@@ -65,6 +68,7 @@ class SimConfig:
     status_rate_hz: float
     sensor_count: int
     door_push_failures: int
+    log_listeners: int
     cmd_vel_timeout_s: float
     map_frame: str
     base_frame: str
