@@ -93,10 +93,12 @@ def probe(context, add_node, namespace):
 
 @pytest.fixture
 def start(context, add_node, namespace):
-    """Return start(NodeClass, **params): a decision node in this test's namespace."""
+    """Return start(NodeClass, **params): a decision node in this test's namespace.
+
+    Its default working_memory_namespace is relative: it reads `<namespace>/working_memory/frame`.
+    """
     def make(node_class, **params):
-        overrides = [Parameter('working_memory_namespace', value=f'{namespace}/working_memory')]
-        overrides += [Parameter(name, value=value) for name, value in params.items()]
+        overrides = [Parameter(name, value=value) for name, value in params.items()]
         return add_node(node_class(context=context, namespace=namespace,
                                    parameter_overrides=overrides))
     return make

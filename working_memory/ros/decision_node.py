@@ -29,9 +29,9 @@ COMMON_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('cabin', ParamType.STRING, '',
               "Cabin whose pack this node reads; '' means the node's own cabin name",
               read_only=True),
-    ParamSpec('working_memory_namespace', ParamType.STRING, '/working_memory',
-              'Namespace of the working-memory node (its frame topic and services)',
-              read_only=True),
+    ParamSpec('working_memory_namespace', ParamType.STRING, 'working_memory',
+              'Namespace of the working-memory node (its frame topic and services); '
+              "relative names resolve in this node's namespace", read_only=True),
 )
 
 

@@ -1,0 +1,43 @@
+"""Start the decision loop: working memory (auto-activated) plus planner, executor and monitor.
+
+Every node gets the same namespace, parameter file and use_sim_time. The
+decision nodes read `<namespace>/working_memory/frame`; the simulator (or a
+real robot) provides board, log, map, /clock and consumes cmd_vel.
+"""
+
+import importlib.util
+import pathlib
+
+from launch import LaunchDescription
+from launch.actions import IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+HERE = pathlib.Path(__file__).resolve().parent
+WORKING_MEMORY_LAUNCH = HERE / 'working_memory.launch.py'
+DECISION_NODES = ('planner', 'executor', 'monitor')
+
+
+def _working_memory_launch():
+    """Load working_memory.launch.py as a module: one definition of the shared arguments."""
+    spec = importlib.util.spec_from_file_location('working_memory_launch', WORKING_MEMORY_LAUNCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Return working memory plus the three reference decision nodes."""
+    working_memory = _working_memory_launch()
+    arguments = working_memory.declare_common_arguments()
+    include = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(str(WORKING_MEMORY_LAUNCH)),
+        launch_arguments={argument.name: LaunchConfiguration(argument.name)
+                          for argument in arguments}.items())
+    decision_nodes = [
+        Node(package='working_memory', executable=f'{name}_node', name=name,
+             namespace=LaunchConfiguration('namespace'),
+             parameters=working_memory.common_parameters(), output='screen')
+        for name in DECISION_NODES]
+    return LaunchDescription([*arguments, include, *decision_nodes])

@@ -1,0 +1,68 @@
+"""Start the working-memory lifecycle node and bring it to active (configure, then activate).
+
+The node is a launch_ros LifecycleNode: once its process is up the launch emits
+a ChangeState(configure) event; when the node reports the transition to
+`inactive`, an OnStateTransition handler emits ChangeState(activate). A failed
+configure (bad parameters, bad manifest) leaves the node unconfigured and logged.
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, EmitEvent, RegisterEventHandler
+from launch.event_handlers import OnProcessStart
+from launch.events import matches_action
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import LifecycleNode
+from launch_ros.event_handlers import OnStateTransition
+from launch_ros.events.lifecycle import ChangeState
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+from lifecycle_msgs.msg import Transition
+
+
+def declare_common_arguments() -> list[DeclareLaunchArgument]:
+    """Return the namespace, params_file and use_sim_time arguments (shared with bringup)."""
+    return [
+        DeclareLaunchArgument(
+            'namespace', default_value='',
+            description='Namespace of every node (empty: the root namespace)'),
+        DeclareLaunchArgument(
+            'params_file',
+            default_value=PathJoinSubstitution([FindPackageShare('working_memory'), 'config',
+                                                'working_memory.yaml']),
+            description='YAML parameter file (<node>: ros__parameters:), with the cabin manifests'),
+        DeclareLaunchArgument(
+            'use_sim_time', default_value='false', choices=['true', 'false'],
+            description='Run every node on /clock (sim time) instead of the system clock'),
+    ]
+
+
+def common_parameters() -> list:
+    """Return the parameters every node gets: the params file and use_sim_time."""
+    return [LaunchConfiguration('params_file'),
+            {'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'), value_type=bool)}]
+
+
+def change_state(node: LifecycleNode, transition_id: int) -> EmitEvent:
+    """Return the action asking `node` for one lifecycle transition."""
+    return EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(node),
+                                       transition_id=transition_id))
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Return the working-memory node with its automatic configure -> activate."""
+    node = LifecycleNode(
+        package='working_memory', executable='working_memory_node', name='working_memory',
+        namespace=LaunchConfiguration('namespace'), parameters=common_parameters(),
+        output='screen')
+    configure_at_start = RegisterEventHandler(OnProcessStart(
+        target_action=node, on_start=[change_state(node, Transition.TRANSITION_CONFIGURE)]))
+    activate_when_configured = RegisterEventHandler(OnStateTransition(
+        target_lifecycle_node=node, start_state='configuring', goal_state='inactive',
+        entities=[change_state(node, Transition.TRANSITION_ACTIVATE)]))
+    return LaunchDescription([
+        *declare_common_arguments(),
+        # Handlers first, so no transition event can pass before they listen.
+        activate_when_configured,
+        configure_at_start,
+        node,
+    ])
