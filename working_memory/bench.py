@@ -14,14 +14,24 @@ from __future__ import annotations
 
 import argparse
 import gc
+import pathlib
+import math
 import random
 import time
 from contextlib import contextmanager
+from array import array
 from dataclasses import dataclass
 
 import cachetools
+import numpy as np
 
+from working_memory.core.assembly import Assembler
+from working_memory.core.board import BoardSnapshot
+from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import WorkingSet
+from working_memory.core.gridmap import GridMap
+from working_memory.core.items import BoardEntry, Event, EventKind
+from working_memory.core.manifest import load_manifests
 
 CAPACITIES = (64, 1_000, 10_000, 100_000)
 QUICK_CAPACITIES = (16, 64)
@@ -33,6 +43,16 @@ REPEATS = 3
 TARGET_SPEEDUP_CAPACITY = 10_000
 TARGET_SPEEDUP = 20.0
 TARGET_GROWTH = 3.0
+MAP_SIDE = 4000             # [cells] square grid
+QUICK_MAP_SIDE = 200
+MAP_RESOLUTION = 0.05       # [m/cell]
+WINDOW_RADIUS_M = 8.0       # [m] the planner's window: 321 x 321 cells
+QUICK_WINDOW_RADIUS_M = 1.0
+# The delivery robot's manifests (planner, executor, monitor), from the source tree.
+CONFIG = pathlib.Path(__file__).resolve().parents[1] / 'config' / 'working_memory.yaml'
+TICK_PERIOD_S = 0.1         # [s] a 10 Hz decision loop
+# The cabins select about 150 items a tick: 256 holds them all, 64 forces evictions every tick.
+ASSEMBLY_CAPACITIES = (256, 64)
 
 
 @dataclass
@@ -206,7 +226,8 @@ def measure_capacity(capacity, ops):
         results['evict'][name], victims[name] = time_churn(target, workload, churn_ops, clock)
     # The seed port must forget exactly what we forget, or the comparison is meaningless.
     if victims['seed'] != victims['ours'][:seed_ops]:
-        raise RuntimeError(f'capacity {capacity}: seed port and WorkingSet evicted different items')
+        raise RuntimeError(
+            f'capacity {capacity}: seed port and WorkingSet evicted different items')
     return results
 
 
@@ -241,6 +262,133 @@ def target_lines(measured):
     return lines
 
 
+def naive_window(cells, width, height, resolution, x, y, radius_m):
+    """Baseline: the map window cell by cell in Python (origin at 0, 0), as rows of lists."""
+    rows = []
+    for row in range(math.floor((y - radius_m) / resolution),
+                     math.floor((y + radius_m) / resolution) + 1):
+        if 0 <= row < height:
+            values = []
+            for col in range(math.floor((x - radius_m) / resolution),
+                             math.floor((x + radius_m) / resolution) + 1):
+                if 0 <= col < width:
+                    values.append(cells[row * width + col])
+            rows.append(values)
+    return rows
+
+
+def random_grid(side, seed):
+    """Return a side x side GridMap at MAP_RESOLUTION: 70 % free, 10 % occupied, 20 % unknown."""
+    generator = np.random.default_rng(seed)
+    data = generator.choice(np.array([-1, 0, 100], dtype=np.int8), size=(side, side),
+                            p=[0.2, 0.7, 0.1])
+    return GridMap(data, (0.0, 0.0), MAP_RESOLUTION)
+
+
+def delivery_board(extra_keys, centre):
+    """Return the entries the cabins read near (centre, centre) [m], plus `extra_keys` unread."""
+    entries = [
+        BoardEntry('goal:deliver', {'target': 'dock_3', 'tags': ['delivery']}, 0.0),
+        BoardEntry('safety:zone/high_voltage', {'x': centre, 'y': centre, 'r': 1.0}, 0.0),
+        BoardEntry('route', [[centre + 0.3 * i, centre + 0.2 * i] for i in range(12)], 0.0),
+        BoardEntry('battery', {'charge': 0.8}, 0.0, tags=('energy',)),
+        BoardEntry('charger:dock_1', {'x': 1.0}, 0.0, tags=('charging',)),
+        BoardEntry('action:current', {'name': 'follow_route'}, 0.0, ttl=2.0),
+    ]
+    entries += [BoardEntry(f'door:d{i}', {'open': i % 2 == 0}, 0.0) for i in range(8)]
+    entries += [BoardEntry(f'action:step_{i}', {'done': True}, 0.0) for i in range(10)]
+    entries += [BoardEntry(f'deviation:{i}', 0.01 * i, 0.0) for i in range(10)]
+    entries += [BoardEntry(f'threshold:{i}', 0.5, 0.0) for i in range(10)]
+    entries += [BoardEntry(f'telemetry:{i}', i, 0.0) for i in range(extra_keys)]
+    return entries
+
+
+EVENT_KINDS = (EventKind.ACTION, EventKind.FAILURE, EventKind.CONSTRAINT, EventKind.ALARM,
+               EventKind.OBSERVATION)
+
+
+def assembly_rows(side, frames, extra_keys, events_per_tick, capacity):
+    """Time `Assembler.assemble` of the three-cabin frame, the world changing between ticks."""
+    grid = random_grid(side, seed=5)
+    board, log = BoardSnapshot(), EventLog(limit=10_000)
+    centre = side * MAP_RESOLUTION / 2.0
+    board.apply(delivery_board(extra_keys, centre))
+    assembler = Assembler(load_manifests(str(CONFIG)), WorkingSet(capacity))
+    elapsed, evictions, served = [], 0, 0
+    for tick in range(1, frames + 1):
+        now = tick * TICK_PERIOD_S
+        pose = {'x': centre + 0.01 * tick, 'y': centre, 'yaw': 0.0}
+        board.apply([BoardEntry('pose', pose, now),
+                     BoardEntry('action:current', {'name': 'follow_route'}, now, ttl=2.0),
+                     BoardEntry(f'deviation:{tick % 10}', 0.01 * tick, now)])
+        log.extend(Event(now, EVENT_KINDS[(tick + i) % len(EVENT_KINDS)], 'bench', f'e{i}',
+                         {'tick': tick}) for i in range(events_per_tick))
+        with no_gc():
+            start = time.perf_counter()
+            frame = assembler.assemble(tick, now, board, log, grid)
+            elapsed.append(time.perf_counter() - start)
+        evictions += len(frame.evictions)
+        served += sum(len(pack.items) + len(pack.events) for pack in frame.packs.values())
+    if len(frame.packs) != 3 or frame.pack('planner').map_window is None:
+        raise RuntimeError('assembly bench: expected three packs and a planner map window')
+    elapsed.sort()
+    mean = sum(elapsed) / frames
+    setting = (f'{side}x{side} grid, {len(board.view().entries)} board keys, {len(log)} events, '
+               f'capacity {capacity}')
+    return [(setting, f'{mean * 1e3:.2f}', f'{elapsed[len(elapsed) // 2] * 1e3:.2f}',
+             f'{elapsed[-1] * 1e3:.2f}', f'{served / frames:.0f}', f'{evictions / frames:.1f}',
+             f'{TICK_PERIOD_S / mean:.0f}x')]
+
+
+
+def map_window_rows(side, radius_m, windows):
+    """Time window extraction on a side x side grid: ours (view, view + bytes) vs naive loop."""
+    grid = random_grid(side, seed=3)
+    generator = np.random.default_rng(4)
+    cells = array('b', grid.data.tobytes())
+    extent = side * MAP_RESOLUTION
+    # Centres away from the border: every window has the full size, so all methods copy alike.
+    low, high = radius_m + 1.0, extent - radius_m - 1.0
+    centres = [(float(x), float(y)) for x, y in generator.uniform(low, high, (windows, 2))]
+    naive_count = max(2, windows // 100)
+    check = centres[0]
+    expected = grid.window(*check, radius_m).data.tolist()
+    if naive_window(cells, side, side, MAP_RESOLUTION, *check, radius_m) != expected:
+        raise RuntimeError('naive map window disagrees with GridMap.window')
+
+    def view(x, y):
+        return grid.window(x, y, radius_m)
+
+    def view_bytes(x, y):
+        # What the ROS adapter sends: the window's cells as one bytes object.
+        return grid.window(x, y, radius_m).data.tobytes()
+
+    def naive(x, y):
+        return naive_window(cells, side, side, MAP_RESOLUTION, x, y, radius_m)
+
+    costs = {name: time_calls(function, centres[:count])
+             for name, function, count in (('view', view, windows),
+                                           ('view + bytes', view_bytes, windows),
+                                           ('naive loop', naive, naive_count))}
+    cells_per_window = len(expected) * len(expected[0])
+    rows = [(f'{side}x{side}, {cells_per_window:,} cells', name, f'{cost * 1e6:,.1f}',
+             f'{costs["naive loop"] / cost:,.0f}x') for name, cost in costs.items()]
+    return rows
+
+
+def time_calls(function, arguments):
+    """Return the best-of-REPEATS seconds per call of `function(*args)` over `arguments`."""
+    best = float('inf')
+    for _ in range(REPEATS):
+        with no_gc():
+            start = time.perf_counter()
+            for args in arguments:
+                function(*args)
+            best = min(best, time.perf_counter() - start)
+    return best / len(arguments)
+
+
+
 def format_table(header, rows):
     """Return a Markdown table with columns padded to their widest cell."""
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
@@ -257,16 +405,37 @@ def main(argv=None) -> int:
     parser.add_argument('--quick', action='store_true',
                         help='tiny sizes: checks that the bench runs, numbers mean nothing')
     args = parser.parse_args(argv)
-    capacities, ops = (QUICK_CAPACITIES, 200) if args.quick else (CAPACITIES, 20_000)
+    if args.quick:
+        capacities, ops, side, radius_m, windows = QUICK_CAPACITIES, 200, QUICK_MAP_SIDE, \
+            QUICK_WINDOW_RADIUS_M, 20
+        frames, extra_keys, events_per_tick = 5, 20, 2
+    else:
+        capacities, ops, side, radius_m, windows = CAPACITIES, 20_000, MAP_SIDE, \
+            WINDOW_RADIUS_M, 2000
+        frames, extra_keys, events_per_tick = 300, 500, 5
 
     rows, measured = working_set_table(capacities, ops)
     print(f'WorkingSet vs seed min-scan port vs cachetools.LRUCache '
-          f'(us per op, best of {REPEATS}; ratio = baseline cost / ours, > 1 means ours is faster)')
+          f'(us per op, best of {REPEATS}; ratio = baseline cost / ours, '
+          f'> 1 means ours is faster)')
     print(format_table(('capacity', 'op', 'ours us', 'seed us', 'cachetools us', 'seed/ours',
                         'cachetools/ours'), rows))
     print()
     for line in target_lines(measured):
         print(line)
+    print()
+    print(f'Map window of radius {radius_m} m at {MAP_RESOLUTION} m/cell, random centres '
+          f'(us per window, best of {REPEATS}; ratio = naive loop cost / this)')
+    print(format_table(('grid', 'method', 'us', 'naive/this'),
+                       map_window_rows(side, radius_m, windows)))
+    print()
+    print(f'Assembly of the three-cabin frame (planner, executor, monitor; config {CONFIG.name}), '
+          f'{frames} ticks; headroom = {TICK_PERIOD_S * 1e3:.0f} ms tick / mean frame time')
+    print(format_table(('setting', 'mean ms', 'median ms', 'max ms', 'items/frame',
+                        'evictions/frame', 'headroom'),
+                       [row for capacity in ASSEMBLY_CAPACITIES
+                        for row in assembly_rows(side, frames, extra_keys, events_per_tick,
+                                                 capacity)]))
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The benchmark script keeps running: a --quick run prints every row and target line."""
+"""The benchmark script keeps running: a --quick run prints every table row and target line."""
 
 from working_memory import bench
 
@@ -10,6 +10,10 @@ def test_quick_bench_prints_every_capacity_and_operation(capsys):
         for op in ('insert', 'touch', 'evict'):
             assert f'| {capacity:<8} | {op:<6} |' in out, (capacity, op)
     assert 'evict cost growth' in out
+    for method in ('view', 'view + bytes', 'naive loop'):
+        assert f'| {method} ' in out, method
+    for capacity in bench.ASSEMBLY_CAPACITIES:
+        assert f'capacity {capacity} ' in out, capacity
 
 
 def test_seed_port_forgets_the_same_items_as_the_working_set():
