@@ -23,6 +23,7 @@ from working_memory.ros.sim_node import SimWorldNode
 from working_memory.sim.world import WorldConfig
 
 NEAR_DOOR = WorldConfig(start=(9.3, 6.0, 0.0))
+MALFORMED_DETAIL = '{not json'
 
 
 class Probe:
@@ -37,9 +38,7 @@ class Probe:
                                       lambda m: self.clock.append(seconds_from_time(m.clock)),
                                       stream_qos())
         self.node.create_subscription(BoardUpdate, 'board', self._on_board, stream_qos())
-        self.node.create_subscription(LogEvent, 'log',
-                                      lambda m: self.events.append(event_from_msg(m, 0.0)),
-                                      stream_qos())
+        self.node.create_subscription(LogEvent, 'log', self._on_log, stream_qos())
         self.node.create_subscription(String, 'sim_world/status', lambda m: self.status.append(
             json_from_string_msg(m, 'status')), latched_qos())
         self.node.create_subscription(Odometry, '/odom',
@@ -47,6 +46,10 @@ class Probe:
                                       stream_qos())
         self.cmd_vel = self.node.create_publisher(Twist, '/cmd_vel', 10)
         self.log = self.node.create_publisher(LogEvent, 'log', stream_qos())
+
+    def _on_log(self, msg):
+        if msg.detail != MALFORMED_DETAIL:  # the probe skips what a test sends malformed
+            self.events.append(event_from_msg(msg, 0.0))
 
     def _on_board(self, msg):
         for entry in board_batch_from_msg(msg, 0.0).entries:
@@ -186,3 +189,12 @@ def test_open_door_push_fails_then_remote_open_opens_it(start_stack):
 def test_out_of_range_parameter_is_rejected_naming_it(context):
     with pytest.raises(ParameterException, match='sim_dt'):
         SimWorldNode(context=context, parameter_overrides=[Parameter('sim_dt', value=0.0)])
+
+
+def test_malformed_log_event_is_rejected_and_the_sim_keeps_resolving(start_stack):
+    sim, probe, spin_until = start_stack(NEAR_DOOR, door_push_failures=0)
+    spin_until(lambda: probe.log.get_subscription_count() >= 2)
+    probe.log.publish(LogEvent(kind=LogEvent.ACTION, key='open_door', detail=MALFORMED_DETAIL))
+    probe.request('push')
+    spin_until(lambda: probe.events_of(EventKind.OBSERVATION, 'door:main'))
+    assert probe.events_of(EventKind.FAILURE, 'open_door') == []
