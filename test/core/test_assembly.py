@@ -28,7 +28,8 @@ class World:
         self.log = EventLog(1000)
         self.data = (np.arange(1600) % 100).astype(np.int8).reshape(40, 40)
         self.grid = GridMap(self.data, (0.0, 0.0), 0.5)
-        self.manifests = {name: Manifest.from_dict(name, fields) for name, fields in cabins.items()}
+        self.manifests = {name: Manifest.from_dict(name, fields)
+                          for name, fields in cabins.items()}
         self.working_set = WorkingSet(capacity)
         self.assembler = Assembler(self.manifests, self.working_set)
         self.tick = 0

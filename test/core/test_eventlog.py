@@ -72,7 +72,8 @@ def test_stored_detail_is_frozen():
 @pytest.mark.parametrize('make, message', [
     (lambda log: EventLog(0), 'limit: must be an integer >= 1'),
     (lambda log: log.append('boom'), 'event: must be an Event'),
-    (lambda log: log.append(Event(math.nan, ACTION, key='k')), "event 'k': stamp must be a finite time"),
+    (lambda log: log.append(Event(math.nan, ACTION, key='k')),
+     "event 'k': stamp must be a finite time"),
     (lambda log: log.append(Event(1.0, ACTION, key='k', detail={1, 2})),
      "event 'k': detail: must be JSON"),
     (lambda log: log.window(0.0, 1.0, max_count=-1), 'max_count: must be an integer >= 0'),

@@ -22,6 +22,7 @@ MANIFESTS = manifests_from_params({'cabins': {
         'drop': ['door:*'],
     },
     'monitor': {'board_keys': ['battery']},
+    'blind': {'events': {'window_s': 10.0}, 'drop': ['events:*']},
 }})
 
 
@@ -55,10 +56,12 @@ def frame_and_events():
     ('planner', 'door:1', False, 'INJECTED_DROP', 'withheld by an injected drop'),
     ('planner', 'door:*', False, 'INJECTED_DROP', 'injected drop: 1 item(s) withheld: door:1'),
     ('planner', 'battery', False, 'NEVER_SEEN', 'not on the board at tick 7'),
-    ('planner', 'events:CONSTRAINT', False, 'OUT_OF_SCOPE', 'no CONSTRAINT event in the window'),
+    ('planner', 'events:CONSTRAINT', False, 'OUT_OF_SCOPE', 'not in the event window of tick 7'),
     ('planner', 'route', False, 'NOT_IN_MANIFEST', "planner manifest does not select 'route'"),
     ('planner', 'events:ALARM', False, 'NOT_IN_MANIFEST', 'events: FAILURE, CONSTRAINT'),
     ('monitor', 'map', False, 'NOT_IN_MANIFEST', 'board keys: battery; events: none'),
+    ('blind', 'events:*', False, 'INJECTED_DROP', 'injected drop: * events withheld'),
+    ('blind', 'events:FAILURE', False, 'INJECTED_DROP', 'FAILURE events withheld by an injected'),
 ])
 def test_explain_answers_each_reason_with_detail(frame_and_events, cabin, key, present, reason,
                                                  detail):
@@ -73,10 +76,12 @@ def test_explain_event_items_in_and_out_of_the_window(frame_and_events):
     assert explain(frame, MANIFESTS, 'planner', event_item_key(failure)).present
     answer = explain(frame, MANIFESTS, 'planner', event_item_key(old))
     assert (answer.present, answer.reason) == (False, 'OUT_OF_SCOPE')
-    assert 'not in the event window of tick 7' in answer.detail
+    assert answer.detail == 'not in the event window of tick 7 (last 10.0 s)'
+    answer = explain(frame, MANIFESTS, 'blind', event_item_key(failure))
+    assert (answer.present, answer.reason) == (False, 'INJECTED_DROP')
 
 
 def test_explain_unknown_cabin_names_the_known_ones(frame_and_events):
     frame, _, _ = frame_and_events
-    with pytest.raises(ValueError, match='cabin .executor.: unknown .known: planner, monitor.'):
+    with pytest.raises(ValueError, match='cabin .executor.: unknown .known: planner, monitor, bl'):
         explain(frame, MANIFESTS, 'executor', 'pose')

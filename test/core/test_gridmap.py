@@ -1,4 +1,4 @@
-"""GridMap: pose windows are clipped views, route corridors blank far cells, bad maps are refused."""
+"""GridMap: pose windows are clipped views, corridors blank far cells, bad maps are refused."""
 
 import math
 
@@ -86,7 +86,8 @@ def distance_to_polyline(px, py, route):
     for (ax, ay), (bx, by) in segments:
         dx, dy = bx - ax, by - ay
         length2 = dx * dx + dy * dy
-        t = 0.0 if length2 == 0 else min(1.0, max(0.0, ((px - ax) * dx + (py - ay) * dy) / length2))
+        t = 0.0 if length2 == 0 else ((px - ax) * dx + (py - ay) * dy) / length2
+        t = min(1.0, max(0.0, t))
         best = min(best, math.hypot(px - ax - t * dx, py - ay - t * dy))
     return best
 
@@ -144,7 +145,7 @@ def test_route_accepts_pairs_and_objects_and_names_a_bad_point():
     with pytest.raises(ValueError, match=r'route\[1\]\.y: must be a finite number'):
         as_route([[0, 1], {'x': 2.0}])
     with pytest.raises(ValueError, match=r'route\[0\]: must be \[x, y\]'):
-        as_route([[0, 1, 2]])
+        as_route([[0]])
     with pytest.raises(ValueError, match='route: must be a non-empty list'):
         as_route([])
 

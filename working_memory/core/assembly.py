@@ -1,4 +1,4 @@
-"""Context assembly: each tick, every cabin's manifest selects its context, then the frame is frozen.
+"""Context assembly: each tick every cabin's manifest selects its context; the frame is frozen.
 
 Per cabin the manifest selects board entries (direct reads, semantic tag
 filter), an event window and a map window. Every selected item goes through
@@ -20,9 +20,10 @@ from working_memory.core.board import BoardSnapshot, BoardView
 from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import EvictionRecord, WorkingSet
 from working_memory.core.frames import Frame, Pack, freeze_window, make_frame, make_pack
-from working_memory.core.gridmap import GridMap, MapWindow, as_route
+from working_memory.core.gridmap import GridMap, MapWindow, as_point
 from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason, Source
-from working_memory.core.manifest import ALL_KINDS, EVENTS_PREFIX, MAP, Manifest, is_glob
+from working_memory.core.manifest import (
+    ALL_KINDS, BOARD_PREFIX, EVENTS_PREFIX, MAP, Manifest, is_glob)
 
 # Events a cabin must not lose, like goal and safety board keys.
 EXEMPT_EVENT_KINDS = frozenset({EventKind.GOAL, EventKind.CONSTRAINT})
@@ -42,20 +43,6 @@ def event_item_kind(key: str) -> str | None:
     if not key.startswith(EVENT_ITEM_PREFIX):
         return None
     return key[len(EVENT_ITEM_PREFIX):].partition(':')[0]
-
-
-def _point(value: Any, what: str) -> tuple[float, float]:
-    """Return (x, y) [m] from `{x, y, ...}` or `(x, y[, yaw])`; raise ValueError naming `what`."""
-    if isinstance(value, Mapping):
-        value = (value.get('x'), value.get('y'))
-    if not isinstance(value, (list, tuple)) or len(value) not in (2, 3):
-        raise ValueError(f'{what}: must be {{"x": .., "y": ..}} or (x, y), got {value!r}')
-    x, y = value[0], value[1]
-    for name, number in (('x', x), ('y', y)):
-        if isinstance(number, bool) or not isinstance(number, (int, float)) \
-                or not math.isfinite(number):
-            raise ValueError(f'{what}.{name}: must be a finite number [m], got {number!r}')
-    return float(x), float(y)
 
 
 def _stale_detail(entry: BoardEntry, now: float) -> str:
@@ -106,7 +93,8 @@ class Assembler:
     def __init__(self, manifests: Mapping[str, Manifest], working_set: WorkingSet,
                  pose_key: str = 'pose', route_key: str = 'route'):
         if not isinstance(working_set, WorkingSet):
-            raise ValueError(f'working_set: must be a WorkingSet, got {type(working_set).__name__}')
+            raise ValueError(f'working_set: must be a WorkingSet, '
+                             f'got {type(working_set).__name__}')
         for name, key in (('pose_key', pose_key), ('route_key', route_key)):
             if not isinstance(key, str) or not key:
                 raise ValueError(f'{name}: must be a non-empty board key, got {key!r}')
@@ -142,7 +130,7 @@ class Assembler:
         """
         if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now):
             raise ValueError(f'now: must be a finite time in seconds, got {now!r}')
-        xy = None if pose is None else _point(pose, 'pose')
+        xy = None if pose is None else as_point(pose, 'pose')
         view = board.view()
         with self._lock:
             self._ws.tick = tick
@@ -170,7 +158,7 @@ class Assembler:
         if entry.is_stale(now):
             return _Pose(None, f'pose {_stale_detail(entry, now)}')
         try:
-            return _Pose(_point(entry.value, self._pose_key))
+            return _Pose(as_point(entry.value, self._pose_key))
         except ValueError as error:
             return _Pose(None, f'pose malformed: {error}')
 
@@ -221,8 +209,7 @@ class Assembler:
                 selection.board_absent[key] = selection.missing[key] = missing
             elif (not key.startswith(self._ws.exempt_prefixes)
                   and not _tags_pass(entry.tags, include, exclude)):
-                selection.board_absent[key] = Missing(
-                    key, MissingReason.OUT_OF_SCOPE, _filtered_detail(entry.tags, include, exclude))
+                selection.board_absent[key] = _filtered(key, entry.tags, include, exclude)
             else:
                 selection.board[key] = entry
 
@@ -246,8 +233,7 @@ class Assembler:
                                                       'withheld by an injected drop')
             elif (event.kind not in EXEMPT_EVENT_KINDS
                   and not _tags_pass(event.tags, include, exclude)):
-                selection.event_absent[key] = Missing(
-                    key, MissingReason.OUT_OF_SCOPE, _filtered_detail(event.tags, include, exclude))
+                selection.event_absent[key] = _filtered(key, event.tags, include, exclude)
             else:
                 selection.events[key] = event
 
@@ -272,7 +258,8 @@ class Assembler:
                 return None
             selection.missing[route_problem.key] = Missing(
                 route_problem.key, route_problem.reason,
-                f'{route_problem.detail}; map falls back to the {scope.radius_m:.1f} m pose window')
+                f'{route_problem.detail}; '
+                f'map falls back to the {scope.radius_m:.1f} m pose window')
         cache_key = ('pose', scope.radius_m)
         if cache_key not in windows:
             windows[cache_key] = self._pose_window(grid, robot, scope.radius_m)
@@ -293,7 +280,8 @@ class Assembler:
         try:
             window = grid.corridor(entry.value, half_width_m)
         except ValueError as error:
-            return None, Missing(route_key, MissingReason.OUT_OF_SCOPE, f'route malformed: {error}')
+            return None, Missing(route_key, MissingReason.OUT_OF_SCOPE,
+                                 f'route malformed: {error}')
         if window is None:
             return None, Missing(route_key, MissingReason.OUT_OF_SCOPE,
                                  'route corridor lies outside the map')
@@ -363,21 +351,22 @@ class Assembler:
         for key in selection.events:
             if key not in ws:
                 selection.event_absent[key] = self._evicted(key, now)
-        missing = selection.missing
         self._require_board(selection, items)
         self._require_events(selection, events, log, now)
         self._report_drops(selection)
         absent = {**selection.board_absent, **selection.event_absent}
         return make_pack(selection.manifest.name, tick, now, items, events, selection.map_window,
-                         sorted(missing.values(), key=_by_key), sorted(absent.values(), key=_by_key))
+                         sorted(selection.missing.values(), key=_by_key),
+                         sorted(absent.values(), key=_by_key))
 
     def _evicted(self, key: str, now: float) -> Missing:
         record = self._ws.last_eviction(key)
         if record is None:
             return Missing(key, MissingReason.EVICTED, 'evicted (record no longer in the log)')
+        unused_s = max(0.0, now - record.last_used)
         return Missing(key, MissingReason.EVICTED,
                        f'evicted at tick {record.tick} ({record.reason}): importance '
-                       f'{record.importance:.2f}, unused for {max(0.0, now - record.last_used):.1f} s')
+                       f'{record.importance:.2f}, unused for {unused_s:.1f} s')
 
     def _require_board(self, selection: _Selection, items: list) -> None:
         for pattern in selection.manifest.requirements.board:
@@ -395,7 +384,7 @@ class Assembler:
         scope = manifest.events
         for kind in manifest.requirements.event_kinds:
             spec = EVENTS_PREFIX + kind
-            kinds = [k for k in EventKind if scope.selects(k) and kind in (ALL_KINDS, k.value)]
+            kinds = scope.kinds_named(kind)
             if any(event.kind in kinds for event in events):
                 continue
             if all(k in manifest.drops.event_kinds for k in kinds):
@@ -422,7 +411,7 @@ class Assembler:
             elif spec.startswith(EVENTS_PREFIX):
                 detail = f'injected drop: {spec[len(EVENTS_PREFIX):]} events withheld'
             else:
-                pattern = spec.partition(':')[2] if spec.startswith('board:') else spec
+                pattern = spec[len(BOARD_PREFIX):] if spec.startswith(BOARD_PREFIX) else spec
                 keys = [key for key in selection.withheld if fnmatch.fnmatchcase(key, pattern)]
                 detail = f'injected drop: {len(keys)} item(s) withheld'
                 if keys:
@@ -454,12 +443,15 @@ def _summarise(key: str, absent: list[Missing], why_none: str,
     return Missing(key, reason, f'{len(absent)} matching not served: {shown}{more}')
 
 
-def _filtered_detail(tags: Iterable[str], include: frozenset[str],
-                     exclude: frozenset[str]) -> str:
+def _filtered(key: str, tags: Iterable[str], include: frozenset[str],
+              exclude: frozenset[str]) -> Missing:
+    """The report for an item the semantic tag filter left out."""
     excluded = sorted(set(tags) & exclude)
     if excluded:
-        return f'left out by tag filter: tags {excluded} excluded'
-    return f'left out by tag filter: tags {sorted(tags)} not in include {sorted(include)}'
+        detail = f'left out by tag filter: tags {excluded} excluded'
+    else:
+        detail = f'left out by tag filter: tags {sorted(tags)} not in include {sorted(include)}'
+    return Missing(key, MissingReason.OUT_OF_SCOPE, detail)
 
 
 def _by_key(missing: Missing) -> str:

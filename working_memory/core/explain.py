@@ -6,13 +6,14 @@ from typing import Mapping, NamedTuple
 
 from working_memory.core.assembly import event_item_key, event_item_kind
 from working_memory.core.frames import Frame, Pack
-from working_memory.core.items import EventKind
+from working_memory.core.items import MissingReason
 from working_memory.core.manifest import ALL_KINDS, EVENTS_PREFIX, MAP, Manifest
 
 PRESENT = 'PRESENT'
 NOT_IN_MANIFEST = 'NOT_IN_MANIFEST'
-NEVER_SEEN = 'NEVER_SEEN'
-OUT_OF_SCOPE = 'OUT_OF_SCOPE'
+NEVER_SEEN = MissingReason.NEVER_SEEN.value
+OUT_OF_SCOPE = MissingReason.OUT_OF_SCOPE.value
+INJECTED_DROP = MissingReason.INJECTED_DROP.value
 
 
 class Explanation(NamedTuple):
@@ -66,27 +67,23 @@ def _served(pack: Pack, key: str) -> str:
 
 
 def _unrecorded(pack: Pack, manifest: Manifest, key: str) -> Explanation:
-    """Answer for a key the pack has no record of, from what the manifest asks for."""
-    if key == MAP:
-        if manifest.map.enabled:
-            return Explanation(False, OUT_OF_SCOPE, 'no map window in this pack')
-    elif key.startswith(EVENTS_PREFIX):
-        kind = key[len(EVENTS_PREFIX):]
-        if manifest.events.enabled and (kind == ALL_KINDS or _selects_kind(manifest, kind)):
-            return Explanation(False, OUT_OF_SCOPE,
-                               f'no {kind} event in the window of tick {pack.tick}')
-    elif event_item_kind(key) is not None:
-        if _selects_kind(manifest, event_item_kind(key)):
+    """Answer for a key the pack has no record of, from what the manifest asks for.
+
+    The map and every board key the manifest selected are always recorded, so
+    what is left are events outside the window and keys the board lacks.
+    """
+    kind = key[len(EVENTS_PREFIX):] if key.startswith(EVENTS_PREFIX) else event_item_kind(key)
+    if kind is not None:
+        kinds = manifest.events.kinds_named(kind)
+        if kinds and all(k in manifest.drops.event_kinds for k in kinds):
+            return Explanation(False, INJECTED_DROP, f'{kind} events withheld by an injected drop')
+        if kinds:
             return Explanation(False, OUT_OF_SCOPE,
                                f'not in the event window of tick {pack.tick} '
                                f'(last {manifest.events.window_s:.1f} s)')
-    elif manifest.selects.match(key):
+    elif key != MAP and manifest.selects.match(key):
         return Explanation(False, NEVER_SEEN, f'not on the board at tick {pack.tick}')
     return Explanation(False, NOT_IN_MANIFEST, _manifest_summary(manifest, key))
-
-
-def _selects_kind(manifest: Manifest, kind: str) -> bool:
-    return kind in EventKind.__members__ and manifest.events.selects(EventKind(kind))
 
 
 def _manifest_summary(manifest: Manifest, key: str) -> str:

@@ -60,7 +60,8 @@ class Frame:
         try:
             return self.packs[cabin]
         except KeyError:
-            raise ValueError(f'cabin {cabin!r}: unknown (known: {", ".join(self.packs)})') from None
+            known = ', '.join(self.packs)
+            raise ValueError(f'cabin {cabin!r}: unknown (known: {known})') from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,7 +95,7 @@ def _canonical(value) -> bytes:
 
 def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapWindow | None,
                 missing: Iterable[Missing]) -> str:
-    """Return the content digest of a pack: same items, events, map and missing give the same digest.
+    """Return a pack's content digest: the same items, events, map and missing, the same digest.
 
     Bookkeeping that changes every tick without changing content (tick,
     stamp, `last_used`) is left out.
@@ -128,7 +129,7 @@ def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
 
 def make_frame(tick: int, stamp: float, packs: Iterable[Pack],
                evictions: Iterable[EvictionRecord] = (), capacity_alarm: bool = False) -> Frame:
-    """Freeze a tick's packs (in cabin order) into a frame; its digest covers every pack's digest."""
+    """Freeze a tick's packs (in cabin order) into a frame whose digest covers every pack's."""
     packs = {pack.cabin: pack for pack in packs}
     digest = _digest(f'{cabin}={pack.digest}'.encode() for cabin, pack in packs.items())
     return Frame(tick, stamp, MappingProxyType(packs), tuple(evictions), bool(capacity_alarm),

@@ -1,4 +1,4 @@
-"""A numpy view of an occupancy grid with the two spatial scopes: pose window and route corridor."""
+"""A numpy view of an occupancy grid and its two spatial scopes: pose window, route corridor."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ UNKNOWN = -1
 
 @dataclass(frozen=True, eq=False)
 class MapWindow:
-    """A rectangular part of a grid: `data[row, col]`, cell (0, 0) has its corner at `origin` [m]."""
+    """A rectangular part of a grid: `data[row, col]`; cell (0, 0) has its corner at `origin`."""
 
     data: np.ndarray
-    origin: tuple[float, float]
+    origin: tuple[float, float]  # [m]
     resolution: float  # [m/cell]
 
 
@@ -27,6 +27,18 @@ def _check_finite(value: Any, name: str) -> float:
     return float(value)
 
 
+def as_point(value: Any, what: str) -> tuple[float, float]:
+    """Return (x, y) [m] from `{"x": .., "y": .., ...}` or `(x, y[, yaw])`.
+
+    Raises ValueError naming `what` and the bad coordinate.
+    """
+    if isinstance(value, dict):
+        value = (value.get('x'), value.get('y'))
+    if not isinstance(value, (list, tuple, np.ndarray)) or len(value) not in (2, 3):
+        raise ValueError(f'{what}: must be [x, y] or {{"x": .., "y": ..}}, got {value!r}')
+    return _check_finite(value[0], f'{what}.x'), _check_finite(value[1], f'{what}.y')
+
+
 def as_route(points: Any) -> np.ndarray:
     """Return a route as an (n, 2) float array of (x, y) [m] from pairs or {x, y} objects.
 
@@ -34,16 +46,7 @@ def as_route(points: Any) -> np.ndarray:
     """
     if not isinstance(points, (list, tuple, np.ndarray)) or len(points) == 0:
         raise ValueError(f'route: must be a non-empty list of points, got {points!r}')
-    route = np.empty((len(points), 2))
-    for index, point in enumerate(points):
-        if isinstance(point, dict):
-            point = (point.get('x'), point.get('y'))
-        if not isinstance(point, (list, tuple, np.ndarray)) or len(point) != 2:
-            raise ValueError(f'route[{index}]: must be [x, y] or {{"x": .., "y": ..}}, '
-                             f'got {point!r}')
-        route[index] = (_check_finite(point[0], f'route[{index}].x'),
-                        _check_finite(point[1], f'route[{index}].y'))
-    return route
+    return np.array([as_point(point, f'route[{index}]') for index, point in enumerate(points)])
 
 
 class GridMap:

@@ -69,7 +69,8 @@ MANIFEST_FIELDS = (
                   'A tagged item must carry one of these tags (untagged items pass); '
                   'empty means every tag passes.'),
     ManifestField('tags.exclude', 'string_array', (),
-                  'Items carrying one of these tags are left out (goal and safety items never are).'),
+                  'Items carrying one of these tags are left out (goal and safety items never '
+                  'are).'),
     ManifestField('tags.from_goal', 'string', '',
                   'Board key or glob of goal entries whose JSON "tags" extend tags.include.'),
     ManifestField('drop', 'string_array', (),
@@ -134,6 +135,11 @@ class EventScope:
     def selects(self, kind: EventKind) -> bool:
         """Return True when events of `kind` are in scope."""
         return self.enabled and (not self.kinds or kind in self.kinds)
+
+    def kinds_named(self, name: str) -> list[EventKind]:
+        """Return the kinds in scope that `name` ("FAILURE", ... or "*") names."""
+        return [kind for kind in EventKind
+                if self.selects(kind) and name in (ALL_KINDS, kind.value)]
 
 
 @dataclass(frozen=True)
@@ -301,7 +307,7 @@ class Manifest:
     # -- queries ------------------------------------------------------------
 
     def weight_for(self, key: str) -> float:
-        """Return the configured importance of `key`: exact weight, first matching glob, default."""
+        """Return the importance of `key`: exact weight, else first matching glob, else default."""
         weight = self._exact_weights.get(key)
         if weight is not None:
             return weight
@@ -335,7 +341,8 @@ def _check_type(value: Any, spec: ManifestField, where: str) -> Any:
             raise ManifestError(f'{where}: must be a list of strings, got {value!r}')
         return tuple(value)
     if spec.type == 'double':
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not math.isfinite(value)):
             raise ManifestError(f'{where}: must be a finite number, got {value!r}')
         return float(value)
     if spec.type == 'integer':
@@ -354,7 +361,8 @@ def _check_pattern(pattern: str, where: str) -> None:
 
 
 def _check_weight(weight: float, where: str) -> None:
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+    if (isinstance(weight, bool) or not isinstance(weight, (int, float))
+            or not 0.0 <= weight <= 1.0):
         raise ManifestError(f'{where}: must be in [0, 1], got {weight!r}')
 
 
@@ -386,7 +394,7 @@ def _parse_kind(text: str, where: str) -> EventKind:
 
 
 def manifests_from_params(params: Mapping[str, Any]) -> dict[str, Manifest]:
-    """Build the manifests from `{cabin_names: [...], cabins: {name: {...}}}`, in cabin_names order.
+    """Build manifests from `{cabin_names: [...], cabins: {name: {...}}}` in cabin_names order.
 
     Without `cabin_names` the order of `cabins` is used. Raises ManifestError.
     """
