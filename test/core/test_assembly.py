@@ -5,6 +5,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from working_memory.core.assembly import Assembler, event_item_key
 from working_memory.core.board import BoardSnapshot
@@ -392,3 +394,46 @@ def test_concurrent_writers_tickers_and_readers_only_ever_see_consistent_frames(
         sys.setswitchinterval(interval)
     assert not errors
     assert reads and len(store) == 5
+
+
+board_entries = st.lists(st.tuples(
+    st.sampled_from(['goal:a', 'goal:b', 'safety:x', 'reading:1', 'reading:2', 'reading:3',
+                     'door:1', 'door:2', 'pose']),
+    st.integers(0, 9),                          # value
+    st.integers(0, 20).map(float),              # stamp [s]
+    st.sampled_from([0.0, 2.0, 5.0]),           # ttl [s]
+    st.none() | st.sampled_from([0.1, 0.5, 0.9]),
+    st.sampled_from([(), ('charging',), ('delivery',)])), max_size=12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(board_entries, st.integers(1, 6), st.lists(st.integers(0, 30).map(float), min_size=1,
+                                                  max_size=4))
+def test_served_items_are_fresh_board_truth_and_everything_else_is_explained(
+        entries, capacity, times):
+    world = World(capacity=capacity,
+                  planner={'board_keys': ['*'], 'tags': {'exclude': ['charging']},
+                           'weights': ['reading:*=0.2', 'door:*=0.6']},
+                  monitor={'board_keys': ['reading:*', 'door:1'], 'default_weight': 0.3})
+    world.board.apply([BoardEntry(key, value, stamp, importance, ttl, tags)
+                       for key, value, stamp, ttl, importance, tags in entries])
+    view = world.board.view()
+    for now in times:  # time may also go backwards here
+        frame = world.assemble(now)
+        for cabin, pack in frame.packs.items():
+            manifest = world.manifests[cabin]
+            selected = {key for key in view.entries if manifest.selects.match(key)}
+            served = set(keys(pack))
+            for item in pack.items:
+                entry = view.get(item.key)
+                assert item.value == entry.value and not entry.is_stale(now)
+                assert not item.stale
+            fresh_exempt = {key for key in selected if key.startswith(('goal', 'safety'))
+                            and not view.get(key).is_stale(now)}
+            assert fresh_exempt <= served
+            explained = {m.key for m in pack.absent}
+            assert selected - served == explained
+            assert pack.digest == pack_digest(pack.items, pack.events, pack.map_window,
+                                              pack.missing)
+        non_exempt = [k for k in world.working_set.keys() if not k.startswith(('goal', 'safety'))]
+        assert len(world.working_set) <= capacity or not non_exempt
