@@ -9,10 +9,13 @@ from rosgraph_msgs.msg import Clock
 
 from working_memory.core.frames import make_frame, make_pack
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason, Source
+from working_memory.core.items import (BoardEntry, Event, EventKind, Item, Missing, MissingReason,
+                                       Source)
 from working_memory.msg import BoardUpdate, ContextFrame, DecisionStatus, LogEvent
-from working_memory.ros.conversions import (board_batch_from_msg, context_frame_msg,
-                                            event_from_msg, seconds_from_time, time_from_seconds)
+from working_memory.ros.conversions import (board_batch_from_msg, board_update_msg,
+                                            context_frame_msg, event_from_msg,
+                                            grid_msg_from_window, seconds_from_time,
+                                            time_from_seconds)
 from working_memory.ros.executor_node import ExecutorNode
 from working_memory.ros.monitor_node import MonitorNode
 from working_memory.ros.planner_node import PlannerNode
@@ -218,3 +221,30 @@ def test_status_is_stamped_with_sim_time(context, start, probe, spin_until, name
     probe.frames.publish(frame(12, planner=PLANNER_VALUES)[0])
     assert spin_until(lambda: probe.status('planner', 12))
     assert seconds_from_time(probe.status('planner', 12).header.stamp) == 42.5
+
+
+def test_loop_closes_through_the_real_working_memory_node(start_memory, start, probe, spin_until):
+    # The executor's manifest must carry the planner's route for the loop to close.
+    node, memory = start_memory({'cabins.planner.map.radius_m': 12.0,
+                                 'cabins.executor.board_keys': ['action:*', 'pose', 'route'],
+                                 'tick_hz': 20.0})
+    start(PlannerNode, robot_radius_m=0.2)
+    start(ExecutorNode)
+    memory.wait_matched(memory.board, memory.map)
+    memory.map.publish(grid_msg_from_window(room(), 'map', 0.0))
+    now = node.get_clock().now().nanoseconds * 1e-9
+    memory.board.publish(board_update_msg([
+        BoardEntry('goal:deliver', {'x': 9.0, 'y': 2.5}, now, 1.0),
+        BoardEntry('safety:zone/high_voltage', ZONE, now, 1.0),
+        BoardEntry('pose', PLANNER_VALUES['pose'], now, 0.6)], now))
+
+    def following():
+        return any(s.decision == 'follow_route' for s in probe.statuses['executor'])
+    assert spin_until(following)
+    route = probe.board['route']
+    assert len(route['waypoints']) > 2 and route['reaches_goal']
+    # Planner and executor read the same frame whenever they report the same tick.
+    planner = {s.tick: s.digest for s in probe.statuses['planner']}
+    shared = [(s.digest, planner[s.tick]) for s in probe.statuses['executor'] if s.tick in planner]
+    assert shared and all(executor == planner and executor for executor, planner in shared)
+    assert spin_until(lambda: any(twist.linear.x > 0.0 for twist in probe.cmd_vel))
