@@ -39,6 +39,16 @@ def stream_qos(depth: int = 100) -> QoSProfile:
                       durability=DurabilityPolicy.VOLATILE)
 
 
+def input_qos() -> QoSProfile:
+    """Return the QoS of the node's `board` and `log` subscriptions: stream_qos, 1000 deep.
+
+    Deep enough to absorb a burst of 1000 updates while a tick runs. A sustained
+    flood beyond the node's ingestion rate still overwrites the oldest queued
+    updates (DDS keep-last on both ends); Fast DDS does not report that as lost.
+    """
+    return stream_qos(depth=1000)
+
+
 def pose_qos() -> QoSProfile:
     """Return best-effort keep-last-5 for `odom` / `pose`: only the newest pose matters.
 
