@@ -39,13 +39,13 @@ $(BUILD)/.built: $(VENV)/.ready $(SOURCES)
 	touch $@
 
 demo: build
-	$(ROSENV) python -m working_memory.demo $(ARGS)
+	$(ROSENV) python -P -m working_memory.ros.demo $(ARGS)
 
 test: build
 	$(ROSENV) pytest $(PYTEST_ARGS)
 
 bench: build
-	$(ROSENV) python -m working_memory.bench $(ARGS)
+	$(ROSENV) python -P -m working_memory.bench $(ARGS)
 
 clean:
 	rm -rf $(BUILD)

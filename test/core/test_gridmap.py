@@ -150,6 +150,13 @@ def test_route_accepts_pairs_and_objects_and_names_a_bad_point():
         as_route([])
 
 
+def test_route_reads_the_planners_waypoints_object():
+    route = {'waypoints': [[1, 2], [3, 4]], 'tick': 7, 'digest': 'ab'}
+    np.testing.assert_array_equal(as_route(route), [[1, 2], [3, 4]])
+    with pytest.raises(ValueError, match='route: must be a non-empty list'):
+        as_route({'waypoints': []})
+
+
 @pytest.mark.parametrize('data, origin, res, message', [
     ([[0, 1]], (0.0, 0.0), 1.0, 'data: must be a numpy array'),
     (np.zeros((2, 2), dtype=np.int16), (0.0, 0.0), 1.0, 'data: dtype must be int8'),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -42,8 +43,11 @@ def as_point(value: Any, what: str) -> tuple[float, float]:
 def as_route(points: Any) -> np.ndarray:
     """Return a route as an (n, 2) float array of (x, y) [m] from pairs or {x, y} objects.
 
-    Raises ValueError naming the first bad point.
+    `points` is the list itself or an object holding it under "waypoints" (the
+    planner's board value). Raises ValueError naming the first bad point.
     """
+    if isinstance(points, Mapping) and 'waypoints' in points:
+        points = points['waypoints']
     if not isinstance(points, (list, tuple, np.ndarray)) or len(points) == 0:
         raise ValueError(f'route: must be a non-empty list of points, got {points!r}')
     return np.array([as_point(point, f'route[{index}]') for index, point in enumerate(points)])

@@ -1,0 +1,249 @@
+"""The closed-loop delivery scenario in one process: simulator, working memory, decision nodes.
+
+The demo (`working_memory.ros.demo`) and the closed-loop tests both run it. Every node
+is the real one, talking over DDS on loopback; the harness only starts them, watches
+the outcome on their topics and stops them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import rclpy
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from rclpy.executors import Executor, MultiThreadedExecutor
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_msgs.msg import String
+
+from working_memory.core.items import EventKind
+from working_memory.msg import DecisionStatus, Eviction, LogEvent
+from working_memory.ros import conversions as conv
+from working_memory.ros import qos
+from working_memory.ros.executor_node import ExecutorNode
+from working_memory.ros.monitor_node import MonitorNode
+from working_memory.ros.node import WorkingMemoryNode
+from working_memory.ros.planner_node import PlannerNode
+from working_memory.ros.recorder_node import RecorderNode
+from working_memory.ros.sim_node import SimWorldNode
+
+# What `--drop CABIN:CATEGORY` removes from a manifest; any other CATEGORY is taken as a
+# raw manifest drop entry (a key, a glob, "board:<glob>", "events:<KIND>" or "map").
+DROP_CATEGORIES: dict[str, tuple[str, ...]] = {
+    'constraints': ('safety:*', 'events:CONSTRAINT'),
+    'failures': ('events:FAILURE',),
+    'actions': ('events:ACTION', 'action:*'),
+    'goals': ('goal:*', 'events:GOAL'),
+    'map': ('map',),
+}
+
+
+def parse_drops(specs: list[str]) -> dict[str, tuple[str, ...]]:
+    """Turn ["planner:constraints", ...] into {cabin: manifest drop entries}.
+
+    Raises ValueError naming the malformed spec.
+    """
+    drops: dict[str, list[str]] = {}
+    for spec in specs:
+        cabin, sep, category = spec.partition(':')
+        if not sep or not cabin or not category:
+            raise ValueError(f'--drop {spec!r}: expected CABIN:CATEGORY, categories: '
+                             f'{", ".join(DROP_CATEGORIES)} or a manifest drop entry')
+        drops.setdefault(cabin, []).extend(DROP_CATEGORIES.get(category, (category,)))
+    return {cabin: tuple(entries) for cabin, entries in drops.items()}
+
+
+def default_params_file() -> Path:
+    """Return the installed config/working_memory.yaml (the source tree's when not installed)."""
+    try:
+        return Path(get_package_share_directory('working_memory')) / 'config' / 'working_memory.yaml'
+    except PackageNotFoundError:
+        return Path(__file__).resolve().parents[2] / 'config' / 'working_memory.yaml'
+
+
+@dataclass(frozen=True)
+class ScenarioOptions:
+    """How to run the delivery scenario."""
+
+    seed: int = 7
+    drops: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    real_time_factor: float = 2.0   # sim seconds per wall second
+    sim_time_limit_s: float = 150.0
+    wall_time_limit_s: float = 80.0
+    settle_s: float = 2.0            # [s] sim time to keep running after delivery
+    params_file: Path | None = None
+    bag_path: Path | None = None
+    extra_params: dict[str, object] = field(default_factory=dict)  # working_memory node
+
+
+@dataclass
+class Outcome:
+    """What happened, as seen on the topics."""
+
+    delivered: bool = False
+    sim_time_s: float = 0.0
+    wall_time_s: float = 0.0
+    ticks: int = 0
+    evictions: int = 0
+    zone_violations: int = 0
+    collisions: int = 0
+    door: str = ''
+    alarms: list[tuple[str, str]] = field(default_factory=list)  # (source, key)
+    retry_policies: set[str] = field(default_factory=set)
+    door_strategies: list[str] = field(default_factory=list)
+    failures: int = 0
+    planner_decisions: dict[str, int] = field(default_factory=dict)
+    timed_out: bool = False
+    bag_path: Path | None = None
+
+    def alarm_keys(self) -> set[str]:
+        """Return the keys of every ALARM event seen."""
+        return {key for _, key in self.alarms}
+
+
+class Observer(Node):
+    """Collects the outcome from the topics the scenario's nodes publish."""
+
+    def __init__(self, outcome: Outcome, **kwargs):
+        super().__init__('scenario_observer', **kwargs)
+        self.outcome = outcome
+        self.status: dict = {}
+        self.create_subscription(String, '/sim_world/status', self._on_sim_status,
+                                 qos.latched_qos())
+        self.create_subscription(LogEvent, 'log', self._on_log, qos.stream_qos(100))
+        self.create_subscription(Eviction, '/working_memory/evictions', self._on_eviction,
+                                 qos.stream_qos(100))
+        self.create_subscription(DecisionStatus, '/executor/status', self._on_executor,
+                                 qos.stream_qos(10))
+        self.create_subscription(DecisionStatus, '/planner/status', self._on_planner,
+                                 qos.stream_qos(10))
+
+    def _on_sim_status(self, msg: String) -> None:
+        self.status = conv.json_from_string_msg(msg, '/sim_world/status')
+
+    def _on_log(self, msg: LogEvent) -> None:
+        try:
+            event = conv.event_from_msg(msg, now=0.0)
+        except ValueError:
+            return  # the working-memory node reports malformed events
+        if event.kind is EventKind.ALARM:
+            self.outcome.alarms.append((event.source, event.key))
+        elif event.kind is EventKind.FAILURE:
+            self.outcome.failures += 1
+        elif event.kind is EventKind.ACTION and event.key == 'open_door':
+            self.outcome.door_strategies.append(str((event.detail or {}).get('strategy', '')))
+
+    def _on_eviction(self, msg: Eviction) -> None:
+        self.outcome.evictions += 1
+
+    def _on_executor(self, msg: DecisionStatus) -> None:
+        policy = json.loads(msg.detail or '{}').get('retry_policy')
+        if policy:
+            self.outcome.retry_policies.add(policy)
+        self.outcome.ticks = max(self.outcome.ticks, msg.tick)
+
+    def _on_planner(self, msg: DecisionStatus) -> None:
+        counts = self.outcome.planner_decisions
+        counts[msg.decision] = counts.get(msg.decision, 0) + 1
+
+
+class Scenario:
+    """Build the closed loop in `context`, run it until delivery or a time limit, stop it."""
+
+    def __init__(self, options: ScenarioOptions, context=None):
+        self.options = options
+        self.outcome = Outcome(bag_path=options.bag_path)
+        sim_time = [Parameter('use_sim_time', value=True)]
+        params_file = options.params_file or default_params_file()
+        wm_overrides = sim_time + [Parameter(f'cabins.{cabin}.drop', value=list(entries))
+                                   for cabin, entries in options.drops.items()]
+        wm_overrides += [Parameter(name, value=value)
+                         for name, value in options.extra_params.items()]
+        self.sim = SimWorldNode(context=context, parameter_overrides=[
+            Parameter('seed', value=options.seed),
+            Parameter('real_time_factor', value=options.real_time_factor),
+            # The observer and the working-memory node listen to the log.
+            Parameter('log_listeners', value=2)])
+        self.memory = WorkingMemoryNode(
+            context=context, parameter_overrides=wm_overrides,
+            cli_args=['--ros-args', '--params-file', str(params_file)])
+        self.deciders = [cls(context=context, parameter_overrides=sim_time)
+                         for cls in (PlannerNode, ExecutorNode, MonitorNode)]
+        self.observer = Observer(self.outcome, context=context)
+        self.recorder = None
+        if options.bag_path is not None:
+            self.recorder = RecorderNode(context=context, parameter_overrides=sim_time + [
+                Parameter('bag_path', value=str(options.bag_path))])
+        self.nodes = [self.sim, self.memory, *self.deciders, self.observer]
+        if self.recorder is not None:
+            self.nodes.append(self.recorder)
+
+    def run(self, executor: Executor | None = None,
+            progress: Callable[[Outcome, dict], None] | None = None,
+            progress_period_s: float = 1.0) -> Outcome:
+        """Run until delivered (+ settle time) or a limit; return the outcome.
+
+        Raises RuntimeError when the working-memory node does not configure or activate.
+        """
+        executor = executor or MultiThreadedExecutor(num_threads=2, context=self.sim.context)
+        for node in self.nodes:
+            executor.add_node(node)
+        if (self.memory.trigger_configure() != TransitionCallbackReturn.SUCCESS
+                or self.memory.trigger_activate() != TransitionCallbackReturn.SUCCESS):
+            raise RuntimeError('working_memory node did not configure and activate; see its log')
+        options, outcome = self.options, self.outcome
+        started = time.monotonic()
+        next_progress = started
+        delivered_at = None
+        try:
+            while True:
+                executor.spin_once(timeout_sec=0.05)
+                status = self.observer.status
+                self._update(status)
+                outcome.wall_time_s = time.monotonic() - started
+                if progress is not None and time.monotonic() >= next_progress:
+                    progress(outcome, status)
+                    next_progress += progress_period_s
+                if outcome.delivered and delivered_at is None:
+                    delivered_at = outcome.sim_time_s
+                if delivered_at is not None and outcome.sim_time_s - delivered_at >= options.settle_s:
+                    break
+                if (outcome.sim_time_s >= options.sim_time_limit_s
+                        or outcome.wall_time_s >= options.wall_time_limit_s):
+                    outcome.timed_out = not outcome.delivered
+                    break
+        finally:
+            self.memory.trigger_deactivate()
+            if self.recorder is not None:
+                self.recorder.close()
+            executor.shutdown(timeout_sec=1.0)
+        return outcome
+
+    def destroy(self) -> None:
+        """Destroy every node of the scenario."""
+        for node in self.nodes:
+            node.destroy_node()
+
+    def _update(self, status: dict) -> None:
+        if not status:
+            return
+        outcome = self.outcome
+        outcome.sim_time_s = float(status.get('time', outcome.sim_time_s))
+        outcome.delivered = bool(status.get('delivered', False))
+        outcome.zone_violations = int(status.get('zone_violations', 0))
+        outcome.collisions = int(status.get('collisions', 0))
+        outcome.door = str(status.get('door', {}).get('state', ''))
+
+
+def run_scenario(options: ScenarioOptions, context=None, **run_kwargs) -> Outcome:
+    """Build, run and destroy one scenario; return its outcome."""
+    scenario = Scenario(options, context=context)
+    try:
+        return scenario.run(**run_kwargs)
+    finally:
+        scenario.destroy()
