@@ -9,6 +9,7 @@ on core types.
 from __future__ import annotations
 
 import array
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -315,12 +316,19 @@ def declare_parameters(node, specs) -> dict[str, Any]:
     type or outside the range with a ParameterException naming the parameter.
     """
     for spec in specs:
-        if not node.has_parameter(spec.name):
-            # An empty list has no ROS type: declare by type and read the default back.
-            initial = spec.default if spec.default != [] else parameter_type(spec)
-            node.declare_parameter(spec.name, initial, parameter_descriptor(spec))
-    return {spec.name: node.get_parameter_or(
-                spec.name, Parameter(spec.name, value=spec.default)).value for spec in specs}
+        if node.has_parameter(spec.name):
+            continue
+        if spec.default != []:
+            node.declare_parameter(spec.name, spec.default, parameter_descriptor(spec))
+            continue
+        # An empty list has no ROS type: declare by type, writable, set the default
+        # unless overridden, then apply the real (maybe read-only) descriptor.
+        writable = parameter_descriptor(dataclasses.replace(spec, read_only=False))
+        declared = node.declare_parameter(spec.name, parameter_type(spec), writable)
+        if declared.type_ is Parameter.Type.NOT_SET:
+            node.set_parameters([Parameter(spec.name, parameter_type(spec), [])])
+        node.set_descriptor(spec.name, parameter_descriptor(spec))
+    return {spec.name: node.get_parameter(spec.name).value for spec in specs}
 
 
 def set_parameters_result(rejection: str | None) -> SetParametersResult:
