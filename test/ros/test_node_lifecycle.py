@@ -79,6 +79,7 @@ def test_shutdown_from_active_releases_everything(start_memory):
     ({'cabins.planner.default_weight': 1.5}, 'planner.default_weight'),
     ({'cabins.executor.events.kinds': ['SOMETIMES']}, 'executor.events.kinds[0]'),
     ({'cabin_names': []}, 'cabin_names'),
+    ({'trigger_topic': 'no spaces allowed'}, 'trigger_topic'),
     ({'manifests_file': '/nonexistent/manifests.yaml'}, '/nonexistent/manifests.yaml'),
 ])
 def test_bad_parameter_fails_configure_with_a_log_line_naming_it(start_memory, capfd,

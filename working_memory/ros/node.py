@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rcl_interfaces.msg import SetParametersResult
@@ -27,7 +28,6 @@ from rclpy.service import Service
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
 from rclpy.utilities import remove_ros_args
-from diagnostic_msgs.msg import DiagnosticArray
 from std_msgs.msg import Empty
 
 from working_memory.core.assembly import Assembler
@@ -37,8 +37,8 @@ from working_memory.core.eviction import HalfLifeBlend, ImportanceLRU, WorkingSe
 from working_memory.core.explain import explain
 from working_memory.core.frames import Frame, FrameNotFound, FrameStore
 from working_memory.core.gridmap import GridMap
-from working_memory.core.manifest import Manifest, ManifestError, load_manifests, \
-    manifests_from_params
+from working_memory.core.manifest import (Manifest, ManifestError, load_manifests,
+                                          manifests_from_params)
 from working_memory.core.timebase import TimeBase
 from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent
 from working_memory.ros import conversions as conv
@@ -96,9 +96,9 @@ class WorkingMemoryNode(LifecycleNode):
         super().__init__(node_name, **kwargs)
         self._memory: Memory | None = None
         self._active = False
-        self._entities: list[Any] = []
+        self._entities: list[Subscription | Service] = []
         self._jump_handle: JumpHandle | None = None
-        self._tick_source: Any = None
+        self._timer: Timer | None = None
         self._frame_pub = self._evictions_pub = self._diagnostics_pub = None
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.add_post_set_parameters_callback(self._on_parameters_set)
@@ -112,7 +112,7 @@ class WorkingMemoryNode(LifecycleNode):
             manifests = self._load_manifests(config)
             self._memory = self._build_memory(config, manifests)
             self._create_entities(config)
-        except (ParameterException, ValueError, OSError, InvalidTopicNameException) as error:
+        except (ParameterException, ValueError, OSError) as error:
             # ManifestError is a ValueError; each names the parameter or field at fault.
             self.get_logger().error(f'configure failed: {error}')
             self._release()
@@ -122,7 +122,7 @@ class WorkingMemoryNode(LifecycleNode):
         return super().on_configure(state)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Start ticking (timer or trigger topic) and enable the lifecycle publishers."""
+        """Start ticking (the timer, or accept trigger messages) and enable the publishers."""
         self._start_ticking()
         self._active = True
         return super().on_activate(state)
@@ -220,6 +220,13 @@ class WorkingMemoryNode(LifecycleNode):
             self._entities.append(self.create_subscription(
                 PoseStamped, 'pose', self._on_pose_stamped, qos.pose_qos(),
                 event_callbacks=self._input_events('pose')))
+        if config.trigger_topic:
+            try:
+                self._entities.append(self.create_subscription(
+                    Empty, config.trigger_topic, self._on_trigger, qos.stream_qos(depth=10),
+                    event_callbacks=self._input_events(config.trigger_topic)))
+            except InvalidTopicNameException as error:
+                raise ValueError(f'trigger_topic: {error}') from None
         self._frame_pub = self.create_lifecycle_publisher(
             ContextFrame, '~/frame', qos.frame_qos(),
             event_callbacks=self._output_events('~/frame'))
@@ -252,14 +259,12 @@ class WorkingMemoryNode(LifecycleNode):
         self._frame_pub = self._evictions_pub = self._diagnostics_pub = None
         self._memory = None
 
-    def _destroy(self, entity: Subscription | Service | Timer) -> None:
-        """Destroy through the node, which also drops the entity's QoS event handlers."""
+    def _destroy(self, entity: Subscription | Service) -> None:
+        """Destroy through the node, which also drops a subscription's QoS event handlers."""
         if isinstance(entity, Subscription):
             self.destroy_subscription(entity)
-        elif isinstance(entity, Service):
-            self.destroy_service(entity)
         else:
-            self.destroy_timer(entity)
+            self.destroy_service(entity)
 
     @staticmethod
     def _pose_topic(config: NodeConfig) -> str | None:
@@ -298,7 +303,7 @@ class WorkingMemoryNode(LifecycleNode):
         if manifests != memory.manifests:
             memory.manifests = manifests
             memory.assembler.set_manifests(manifests)
-        if config.tick_hz != old.tick_hz and self._active and not config.trigger_topic:
+        if config.tick_hz != old.tick_hz and self._timer is not None:
             self._stop_ticking()
             self._start_ticking()
         self.get_logger().info('parameters set: ' + ', '.join(
@@ -321,18 +326,19 @@ class WorkingMemoryNode(LifecycleNode):
     # -- ticking --------------------------------------------------------------
 
     def _start_ticking(self) -> None:
-        config = self._memory.config
-        if config.trigger_topic:
-            self._tick_source = self.create_subscription(
-                Empty, config.trigger_topic, lambda _: self._on_tick(), qos.stream_qos(depth=10),
-                event_callbacks=self._input_events(config.trigger_topic))
-        else:
-            self._tick_source = self.create_timer(config.tick_period_s, self._on_tick)
+        if not self._memory.config.trigger_topic:
+            self._timer = self.create_timer(self._memory.config.tick_period_s,
+                                                  self._on_tick)
 
     def _stop_ticking(self) -> None:
-        if self._tick_source is not None:
-            self._destroy(self._tick_source)
-            self._tick_source = None
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+
+    def _on_trigger(self, msg: Empty) -> None:
+        self._received(self._memory.config.trigger_topic)
+        if self._active:
+            self._on_tick()
 
     def _on_tick(self) -> None:
         """Assemble and freeze one frame, then publish it, its evictions and diagnostics."""
@@ -377,9 +383,9 @@ class WorkingMemoryNode(LifecycleNode):
         memory.health.clock_jumped(f'epoch {memory.timebase.epoch}: {delta:+.3f} s')
         self.get_logger().warning(f'clock jumped back {delta:+.3f} s: epoch '
                                   f'{memory.timebase.epoch}')
-        if isinstance(self._tick_source, Timer):
+        if self._timer is not None:
             # Next tick one period after the jump, whatever the rcl version does.
-            self._tick_source.reset()
+            self._timer.reset()
 
     # -- inputs -----------------------------------------------------------------
 

@@ -88,9 +88,10 @@ PARAMS: tuple[ParamSpec, ...] = (
               'another frame are rejected (no TF lookup)',
               read_only=True),
     ParamSpec('stale_check', ParamType.BOOL, True,
-              'Report input topics silent for longer than stale_after_s on /diagnostics'),
+              'Report the odom or pose input (pose_source odometry or pose_stamped) as stale '
+              'on /diagnostics when it is silent for longer than stale_after_s'),
     ParamSpec('stale_after_s', ParamType.DOUBLE, 5.0,
-              'Silence after which an input topic counts as stale [s]',
+              'Silence after which the odom or pose input counts as stale [s]',
               range=(0.01, 1e6)),
     ParamSpec('diagnostics_period_s', ParamType.DOUBLE, 1.0,
               'Minimum time between two /diagnostics messages [s]; 0 publishes every tick',

@@ -1,0 +1,41 @@
+"""The node's entry point: --autostart brings it up, SIGINT ends it cleanly."""
+
+import signal
+import subprocess
+import sys
+
+import rclpy
+
+from working_memory.msg import ContextFrame
+from working_memory.ros import qos
+
+MAIN = 'import sys; from working_memory.ros.node import main; sys.exit(main())'
+
+
+def test_main_autostarts_publishes_and_exits_cleanly_on_sigint(context, add_node, spin_until,
+                                                               namespace, tmp_path):
+    frames = []
+    probe = add_node(rclpy.create_node('main_probe', namespace=namespace, context=context))
+    probe.create_subscription(ContextFrame, 'working_memory/frame', frames.append,
+                              qos.frame_qos())
+    # cwd away from the source tree: the interfaces are importable from the install only.
+    node = subprocess.Popen(
+        [sys.executable, '-c', MAIN, '--autostart', '--ros-args', '-r', f'__ns:={namespace}',
+         '-p', 'cabin_names:=[planner]', '-p', 'cabins.planner.board_keys:=[pose]',
+         '-p', 'tick_hz:=50.0'], cwd=tmp_path)
+    try:
+        assert spin_until(lambda: frames), 'the autostarted node published no frame'
+        assert [pack.cabin for pack in frames[-1].packs] == ['planner']
+    finally:
+        node.send_signal(signal.SIGINT)
+        exit_code = node.wait(timeout=20)
+    assert exit_code == 0
+
+
+def test_main_autostart_with_a_bad_parameter_exits_with_the_reason(namespace, tmp_path):
+    result = subprocess.run(
+        [sys.executable, '-c', MAIN, '--autostart', '--ros-args', '-r', f'__ns:={namespace}',
+         '-p', 'cabin_names:=[planner]', '-p', 'capacity:=0'],
+        cwd=tmp_path, capture_output=True, text=True, timeout=20)
+    assert result.returncode == 1
+    assert 'configure failed' in result.stderr and 'capacity' in result.stderr
