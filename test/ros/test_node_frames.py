@@ -4,7 +4,9 @@ import array
 import json
 import math
 
+import pytest
 import rclpy
+from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.parameter import Parameter
 
@@ -230,22 +232,36 @@ def test_bad_inputs_are_counted_in_diagnostics_and_good_ones_still_apply(start_m
     assert 'goal:broken' not in keys(pack(frame, 'planner'))
 
 
-def test_odometry_pose_source_places_the_map_window(start_memory):
-    node, probe = start_memory({'pose_source': 'odometry'})
-    odom = probe.node.create_publisher(Odometry, 'odom', 10)
+def odometry(x, y, stamp, frame_id):
+    return odometry_msg(x, y, 0.0, 0.0, 0.0, stamp, frame_id, 'base_link')
+
+
+def pose_stamped(x, y, stamp, frame_id):
+    msg = PoseStamped()
+    msg.header.stamp, msg.header.frame_id = time_from_seconds(stamp), frame_id
+    msg.pose.position.x, msg.pose.position.y = x, y
+    return msg
+
+
+@pytest.mark.parametrize('source, topic, msg_type, make', [
+    ('odometry', 'odom', Odometry, odometry), ('pose_stamped', 'pose', PoseStamped, pose_stamped)])
+def test_pose_topic_places_the_map_window_and_rejects_other_frames(start_memory, source, topic,
+                                                                    msg_type, make):
+    node, probe = start_memory({'pose_source': source})
+    pose = probe.node.create_publisher(msg_type, topic, 10)
     probe.map.publish(grid_msg())
-    probe.wait_matched(odom)
+    probe.wait_matched(pose)
 
     def publish(frame_id):
-        odom.publish(odometry_msg(2.55, 1.55, 0.0, 0.0, 0.0, now_s(node), frame_id, 'base_link'))
+        pose.publish(make(2.55, 1.55, now_s(node), frame_id))
 
     def windows():
         return [f for f in probe.frames if pack(f, 'planner').nearby_map.info.width]
-    # Odometry is best effort: keep publishing until a frame carries the window.
+    # Pose topics are best effort: keep publishing until a frame carries the window.
     assert probe.spin_until(windows, on_spin=lambda: publish('map'))
     window = pack(windows()[0], 'planner').nearby_map
     assert math.isclose(window.info.origin.position.x, 1.5, abs_tol=1e-6)
     assert math.isclose(window.info.origin.position.y, 0.5, abs_tol=1e-6)
-    status = probe.status('inputs', lambda s: probe.values(s)['odom.rejected'] != '0',
+    status = probe.status('inputs', lambda s: probe.values(s)[f'{topic}.rejected'] != '0',
                           on_spin=lambda: publish('odom'))
-    assert "'odom' is not map_frame 'map'" in probe.values(status)['odom.last_rejection']
+    assert "'odom' is not map_frame 'map'" in probe.values(status)[f'{topic}.last_rejection']

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -44,8 +45,9 @@ from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
 from working_memory.ros.diagnostics import CapacityUse, Health
-from working_memory.ros.params import (PARAMS, SPECS, NodeConfig, cabin_param_specs,
-                                       config_from_values, drop_cabin, drop_param_spec)
+from working_memory.ros.params import (CABINS_PREFIX, PARAMS, SPECS, NodeConfig,
+                                       cabin_param_specs, config_from_values, drop_cabin,
+                                       drop_param_spec)
 from working_memory.srv import Assemble, Explain
 
 NOT_ACTIVE = 'node is not active'
@@ -163,8 +165,7 @@ class WorkingMemoryNode(LifecycleNode):
         """
         manifests = {}
         if config.manifests_file:
-            manifests = load_manifests(config.manifests_file, self.get_name())
-            for name, manifest in manifests.items():
+            for name, manifest in load_manifests(config.manifests_file, self.get_name()).items():
                 if name in config.cabin_names:
                     raise ManifestError(f'cabin_names: {name!r} is also defined in '
                                         f'manifests_file {config.manifests_file}')
@@ -172,12 +173,11 @@ class WorkingMemoryNode(LifecycleNode):
                 drop = conv.declare_parameters(self, (spec,))[spec.name]
                 manifests[name] = dataclasses.replace(manifest, drop=tuple(drop))
         if config.cabin_names:
-            prefix = len('cabins.')
             cabins = {}
             for name in config.cabin_names:
+                prefix = f'{CABINS_PREFIX}{name}.'
                 values = conv.declare_parameters(self, cabin_param_specs(name))
-                cabins[name] = {key[prefix + len(name) + 1:]: value
-                                for key, value in values.items()}
+                cabins[name] = {key.removeprefix(prefix): value for key, value in values.items()}
             manifests.update(manifests_from_params(
                 {'cabin_names': list(config.cabin_names), 'cabins': cabins}))
         return manifests
@@ -212,14 +212,12 @@ class WorkingMemoryNode(LifecycleNode):
                                      event_callbacks=self._input_events('log')),
         ]
         pose_topic = self._pose_topic(config)
-        if pose_topic == 'odom':
+        if pose_topic:
+            msg_type, convert = {'odom': (Odometry, conv.pose_from_odometry),
+                                 'pose': (PoseStamped, conv.pose_from_pose_stamped)}[pose_topic]
             self._entities.append(self.create_subscription(
-                Odometry, 'odom', self._on_odometry, qos.pose_qos(),
-                event_callbacks=self._input_events('odom')))
-        elif pose_topic == 'pose':
-            self._entities.append(self.create_subscription(
-                PoseStamped, 'pose', self._on_pose_stamped, qos.pose_qos(),
-                event_callbacks=self._input_events('pose')))
+                msg_type, pose_topic, functools.partial(self._on_pose, pose_topic, convert),
+                qos.pose_qos(), event_callbacks=self._input_events(pose_topic)))
         if config.trigger_topic:
             try:
                 self._entities.append(self.create_subscription(
@@ -394,32 +392,25 @@ class WorkingMemoryNode(LifecycleNode):
         batch = conv.board_batch_from_msg(msg, now)
         for error in batch.errors:
             self._reject('board', error)
-        self._apply_or_reject('board', memory.board.apply, batch.entries, batch.removed_keys)
+        self._checked('board', memory.board.apply, batch.entries, batch.removed_keys)
 
     def _on_log(self, msg: LogEvent) -> None:
         memory, now = self._received('log')
-        self._apply_or_reject('log', lambda: memory.log.append(conv.event_from_msg(msg, now)))
+        event = self._checked('log', conv.event_from_msg, msg, now)
+        if event is not None:
+            memory.log.append(event)
 
     def _on_map(self, msg: OccupancyGrid) -> None:
         memory, _ = self._received('map')
+        grid = self._checked('map', conv.grid_from_msg, msg, memory.config.map_frame)
+        if grid is not None:
+            memory.grid = grid
 
-        def store():
-            memory.grid = conv.grid_from_msg(msg, memory.config.map_frame)
-        self._apply_or_reject('map', store)
-
-    def _on_odometry(self, msg: Odometry) -> None:
-        memory, _ = self._received('odom')
-
-        def store():
-            memory.pose = conv.pose_from_odometry(msg, memory.config.map_frame)
-        self._apply_or_reject('odom', store)
-
-    def _on_pose_stamped(self, msg: PoseStamped) -> None:
-        memory, _ = self._received('pose')
-
-        def store():
-            memory.pose = conv.pose_from_pose_stamped(msg, memory.config.map_frame)
-        self._apply_or_reject('pose', store)
+    def _on_pose(self, topic: str, convert: Callable, msg: Odometry | PoseStamped) -> None:
+        memory, _ = self._received(topic)
+        pose = self._checked(topic, convert, msg, memory.config.map_frame)
+        if pose is not None:
+            memory.pose = pose
 
     def _received(self, topic: str) -> tuple[Memory, float]:
         """Count a message on `topic`; return the memory and the ROS time [s] of receipt."""
@@ -427,12 +418,13 @@ class WorkingMemoryNode(LifecycleNode):
         memory.health.received(topic, memory.timebase.observe(now))
         return memory, now
 
-    def _apply_or_reject(self, topic: str, apply: Callable, *args: Any) -> None:
-        """Run `apply(*args)`; a ValueError (bad input) is logged and counted, never raised."""
+    def _checked(self, topic: str, function: Callable, *args: Any) -> Any:
+        """Return `function(*args)`; bad input (ValueError) is logged, counted, and gives None."""
         try:
-            apply(*args)
+            return function(*args)
         except ValueError as error:
             self._reject(topic, str(error))
+            return None
 
     def _reject(self, topic: str, reason: str) -> None:
         self._memory.health.rejected(topic, reason)
