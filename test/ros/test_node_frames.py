@@ -63,7 +63,8 @@ def feed_delivery_scene(probe, node):
     probe.wait_matched(probe.board, probe.log)
     probe.map.publish(grid_msg())
     publish_board(probe, node, entry('goal:deliver', {'to': 'dock'}),
-                  entry('safety:zone', {'x': 3.0}), entry('pose', {'x': 1.25, 'y': 1.05, 'yaw': 0.0}),
+                  entry('safety:zone', {'x': 3.0}),
+                  entry('pose', {'x': 1.25, 'y': 1.05, 'yaw': 0.0}),
                   entry('action:current', {'name': 'drive'}))
     publish_event(probe, EventKind.CONSTRAINT, 'door:main', {'closed': True}, importance=0.8)
     publish_event(probe, EventKind.FAILURE, 'open_door', {'attempt': 1}, importance=0.7)
@@ -225,7 +226,8 @@ def test_bad_inputs_are_counted_in_diagnostics_and_good_ones_still_apply(start_m
                           and probe.values(s)['log.rejected'] == '1')
     values = probe.values(status)
     assert status.level == b'\x01'
-    assert 'goal:broken' in values['board.last_rejection'] or 'pose' in values['board.last_rejection']
+    # Entries are checked in order: the JSON error first, then the importance.
+    assert "entries[2] board entry 'pose': importance" in values['board.last_rejection']
     assert 'width 7' in values['map.last_rejection']
     assert 'kind 42' in values['log.last_rejection']
     frame = probe.wait_frame(lambda f: 'battery' in keys(pack(f, 'planner')))

@@ -1,4 +1,4 @@
-"""Lifecycle transitions, parameter validation and the inactive state of the working-memory node."""
+"""Lifecycle transitions, parameter validation and the inactive state of the memory node."""
 
 import pathlib
 

@@ -1,4 +1,4 @@
-"""The node keeps ticking under floods, slow clients, backward sim-time jumps and QoS mismatches."""
+"""The node keeps ticking under floods, slow clients, sim-time resets and QoS mismatches."""
 
 import threading
 
