@@ -204,6 +204,7 @@ class WorkingSet:
         `now`; `size` [bytes] defaults to the length of the value's compact
         JSON. Returns the evictions this put caused, lowest value first (the
         new item itself is one of them when it is the least valuable).
+        Bad arguments raise ValueError naming them, and nothing changes.
         """
         if not isinstance(key, str) or not key:
             raise ValueError(f'key: must be a non-empty string, got {key!r}')
