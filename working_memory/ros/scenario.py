@@ -15,7 +15,7 @@ from typing import Callable
 
 import rclpy
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-from rclpy.executors import Executor, MultiThreadedExecutor
+from rclpy.executors import Executor, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -172,7 +172,8 @@ class Scenario:
         self.memory = WorkingMemoryNode(
             context=context, parameter_overrides=wm_overrides,
             cli_args=['--ros-args', '--params-file', str(params_file)])
-        self.deciders = [cls(context=context, parameter_overrides=sim_time)
+        self.deciders = [cls(context=context, parameter_overrides=sim_time,
+                             cli_args=['--ros-args', '--params-file', str(params_file)])
                          for cls in (PlannerNode, ExecutorNode, MonitorNode)]
         self.observer = Observer(self.outcome, context=context)
         self.recorder = None
@@ -185,12 +186,13 @@ class Scenario:
 
     def run(self, executor: Executor | None = None,
             progress: Callable[[Outcome, dict], None] | None = None,
-            progress_period_s: float = 1.0) -> Outcome:
-        """Run until delivered (+ settle time) or a limit; return the outcome.
+            progress_period_s: float = 1.0,
+            until: Callable[[Outcome], bool] | None = None) -> Outcome:
+        """Run until delivered (+ settle time), `until(outcome)` holds or a limit; return the outcome.
 
         Raises RuntimeError when the working-memory node does not configure or activate.
         """
-        executor = executor or MultiThreadedExecutor(num_threads=2, context=self.sim.context)
+        executor = executor or SingleThreadedExecutor(context=self.sim.context)
         for node in self.nodes:
             executor.add_node(node)
         if (self.memory.trigger_configure() != TransitionCallbackReturn.SUCCESS
@@ -212,6 +214,8 @@ class Scenario:
                 if outcome.delivered and delivered_at is None:
                     delivered_at = outcome.sim_time_s
                 if delivered_at is not None and outcome.sim_time_s - delivered_at >= options.settle_s:
+                    break
+                if until is not None and until(outcome):
                     break
                 if (outcome.sim_time_s >= options.sim_time_limit_s
                         or outcome.wall_time_s >= options.wall_time_limit_s):

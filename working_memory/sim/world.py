@@ -324,18 +324,22 @@ class DeliveryWorld:
         }
 
     def _drive(self, dt: float, v: float, w: float) -> bool:
-        """Integrate the unicycle over `dt`; return False (robot stays put) on a collision."""
+        """Integrate the unicycle over `dt`; return False on a collision (it stops at the wall)."""
         # Sub-steps of at most half a cell so a fast command cannot tunnel through a wall.
         substeps = max(1, math.ceil(abs(v) * dt / (self.config.resolution / 2.0)))
         h = dt / substeps
         x, y, yaw = self.pose.x, self.pose.y, self.pose.yaw
+        free = True
         for _ in range(substeps):
             heading = yaw + w * h / 2.0
-            x, y, yaw = x + v * h * math.cos(heading), y + v * h * math.sin(heading), yaw + w * h
-            if self._blocked(x, y):
-                return False
+            nx, ny = x + v * h * math.cos(heading), y + v * h * math.sin(heading)
+            yaw += w * h
+            if free and self._blocked(nx, ny):
+                free = False  # stop at the wall, but a disc can still turn in place
+            if free:
+                x, y = nx, ny
         self.pose = Pose(x, y, math.atan2(math.sin(yaw), math.cos(yaw)))
-        return True
+        return free
 
     def _blocked(self, x: float, y: float) -> bool:
         """Return True when the robot disc at (x, y) [m] overlaps an occupied or outside cell."""
