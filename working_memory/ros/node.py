@@ -34,7 +34,7 @@ from std_msgs.msg import Empty
 from working_memory.core.assembly import Assembler
 from working_memory.core.board import BoardSnapshot
 from working_memory.core.eventlog import EventLog
-from working_memory.core.eviction import HalfLifeBlend, ImportanceLRU, WorkingSet
+from working_memory.core.eviction import EvictionRecord, HalfLifeBlend, ImportanceLRU, WorkingSet
 from working_memory.core.explain import explain
 from working_memory.core.frames import Frame, FrameNotFound, FrameStore
 from working_memory.core.gridmap import GridMap
@@ -71,7 +71,7 @@ class Memory:
     tick: int = 0
     last_diagnostics: float | None = None
     # Evictions caused between ticks (a smaller capacity set at runtime), published next tick.
-    pending_evictions: list = field(default_factory=list)
+    pending_evictions: list[EvictionRecord] = field(default_factory=list)
 
 
 class WorkingMemoryNode(LifecycleNode):
