@@ -38,9 +38,14 @@ class MissingReason(str, enum.Enum):
     INJECTED_DROP = 'INJECTED_DROP'
 
 
+# One encoder for every call: json.dumps with options builds a new encoder each time.
+# ensure_ascii (the default) makes the text's length its byte length.
+_COMPACT_JSON = json.JSONEncoder(separators=(',', ':'), sort_keys=True)
+
+
 def json_size(value: Any) -> int:
     """Return the byte length of the compact JSON text of `value`."""
-    return len(json.dumps(value, separators=(',', ':'), sort_keys=True).encode())
+    return len(_COMPACT_JSON.encode(value))
 
 
 def check_importance(importance: float | None, what: str) -> None:
@@ -112,6 +117,8 @@ class Event:
     seq: int = -1
 
     def __post_init__(self):
+        if not isinstance(self.kind, EventKind):
+            raise ValueError(f'event {self.key!r}: kind must be an EventKind, got {self.kind!r}')
         check_importance(self.importance, f'event {self.kind.value} {self.key!r}')
 
 

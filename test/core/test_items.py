@@ -1,0 +1,39 @@
+"""Value types: validation with messages that name the field, JSON size, staleness."""
+
+import math
+
+import pytest
+
+from working_memory.core.items import BoardEntry, Event, EventKind, json_size
+
+
+def test_json_size_is_the_compact_utf8_byte_length():
+    assert json_size({'b': 1, 'a': [1, 2]}) == len('{"a":[1,2],"b":1}')
+    assert json_size('é') == len('"\\u00e9"')
+
+
+@pytest.mark.parametrize('importance', [-0.1, 1.5, math.nan, math.inf, '0.5'])
+def test_board_entry_rejects_importance_outside_unit_interval(importance):
+    with pytest.raises(ValueError, match=r"board entry 'pose': importance must be in \[0, 1\]"):
+        BoardEntry('pose', {}, stamp=0.0, importance=importance)
+
+
+def test_board_entry_rejects_empty_key_and_negative_ttl():
+    with pytest.raises(ValueError, match='key must not be empty'):
+        BoardEntry('', 1, stamp=0.0)
+    with pytest.raises(ValueError, match='ttl must be >= 0 s'):
+        BoardEntry('pose', 1, stamp=0.0, ttl=-1.0)
+
+
+def test_board_entry_goes_stale_after_its_ttl_and_reports_for_how_long():
+    entry = BoardEntry('pose', {}, stamp=10.0, ttl=0.5)
+    assert not entry.is_stale(10.5)
+    assert entry.is_stale(11.0)
+    assert entry.stale_for(11.0) == pytest.approx(0.5)
+    assert not BoardEntry('goal', {}, stamp=0.0).is_stale(1e9)  # ttl 0: never stale
+
+
+def test_event_rejects_a_kind_that_is_not_an_event_kind():
+    with pytest.raises(ValueError, match="event 'open_door': kind must be an EventKind"):
+        Event(stamp=0.0, kind='ACTION', key='open_door')
+    assert Event(stamp=0.0, kind=EventKind.ACTION, key='open_door').seq == -1
