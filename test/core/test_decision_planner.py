@@ -1,4 +1,4 @@
-"""Planner: A* on the pack's map window around obstacles and safety zones; no plan without constraints."""
+"""Planner: A* on the pack's map window around obstacles and zones; no plan without constraints."""
 
 import math
 
@@ -44,7 +44,8 @@ def sample_route(waypoints, step=0.02):
     points = []
     for (x1, y1), (x2, y2) in zip(waypoints, waypoints[1:]):
         count = max(1, math.ceil(math.dist((x1, y1), (x2, y2)) / step))
-        points += [(x1 + (x2 - x1) * i / count, y1 + (y2 - y1) * i / count) for i in range(count + 1)]
+        points += [(x1 + (x2 - x1) * i / count, y1 + (y2 - y1) * i / count)
+                   for i in range(count + 1)]
     return np.array(points)
 
 
@@ -64,6 +65,15 @@ def test_route_detours_around_the_zone_on_the_straight_line():
     # Cell rasterization may cost up to one cell of the inflation margin.
     assert clearance.min() >= config.robot_radius_m - RES
     assert result.constraints == ('safety:zone/high_voltage',)
+
+
+@pytest.mark.parametrize('clearance_cost, at_least, at_most', [(3.0, 0.5, 1.0), (0.0, 0.0, 0.35)])
+def test_clearance_cost_keeps_the_route_off_the_zone_where_there_is_room(clearance_cost, at_least,
+                                                                         at_most):
+    config = PlannerConfig(robot_radius_m=0.25, clearance_m=0.4, clearance_cost=clearance_cost)
+    result = Planner(config).plan(planner_pack(open_room(), room_values()))
+    clearance = clearance_to_box(sample_route(result.waypoints), ZONE).min()
+    assert at_least <= clearance <= at_most
 
 
 def test_route_without_zone_goes_straight_through_where_the_zone_would_be():
@@ -200,6 +210,16 @@ def test_window_around_the_start_leaves_through_the_door():
     assert end_x == pytest.approx(10.05) and abs(end_y - world.door_y) < world.door_width_m / 2
 
 
+@pytest.mark.parametrize('clearance_cost', [3.0, 0.0])
+def test_route_passes_the_doorway_in_the_middle_only_with_clearance_cost(clearance_cost):
+    world, pack = delivery_world_pack('open')
+    config = PlannerConfig(robot_radius_m=world.robot_radius_m, clearance_cost=clearance_cost)
+    points = sample_route(Planner(config).plan(pack).waypoints)
+    at_wall = points[np.abs(points[:, 0] - world.inner_wall_x) < 0.05]
+    offset = np.abs(at_wall[:, 1] - world.door_y).max()
+    assert (offset < 0.15) == (clearance_cost > 0.0)
+
+
 def test_closed_door_without_door_item_blocks_the_way():
     world, pack = delivery_world_pack('closed')
     values = dict(pack.values)
@@ -226,7 +246,8 @@ def flood_reachable(passable, start):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.booleans(), min_size=144, max_size=144), st.integers(0, 143), st.integers(0, 143))
+@given(st.lists(st.booleans(), min_size=144, max_size=144), st.integers(0, 143),
+       st.integers(0, 143))
 def test_astar_finds_a_valid_path_exactly_when_goal_is_reachable(cells, start_i, goal_i):
     passable = np.array(cells).reshape(12, 12)
     start, goal = divmod(start_i, 12), divmod(goal_i, 12)

@@ -31,12 +31,17 @@ class PlannerConfig:
 
     Cells with occupancy >= `occupied_threshold` are obstacles, negative cells
     are unknown; both are blocked. Obstacles and safety zones are inflated by
-    `robot_radius_m` [m]. A closed door (board key `door_prefix`*) is an obstacle
+    `robot_radius_m` [m]. Cells less than `clearance_m` [m] beyond that radius cost
+    up to `clearance_cost` times more to cross (most at the radius, linearly
+    less outwards), so routes keep off walls and zones where there is room and
+    pass doorways in the middle. A closed door (board key `door_prefix`*) is an obstacle
     the executor can open: the map's occupied cells within half its width
     (`door_width_m` [m] when the value has none) of its center are planned through.
     """
 
     robot_radius_m: float = 0.25
+    clearance_m: float = 0.4
+    clearance_cost: float = 3.0
     occupied_threshold: int = 50
     door_width_m: float = 1.0
     goal_key: str = 'goal:deliver'
@@ -47,10 +52,15 @@ class PlannerConfig:
     def __post_init__(self):
         if not (math.isfinite(self.robot_radius_m) and self.robot_radius_m >= 0.0):
             raise ValueError(f'robot_radius_m: must be >= 0 m, got {self.robot_radius_m!r}')
+        for name in ('clearance_m', 'clearance_cost'):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0.0):
+                raise ValueError(f'{name}: must be >= 0, got {value!r}')
         if not (math.isfinite(self.door_width_m) and self.door_width_m > 0.0):
             raise ValueError(f'door_width_m: must be > 0 m, got {self.door_width_m!r}')
         if not 1 <= self.occupied_threshold <= 100:
-            raise ValueError(f'occupied_threshold: must be in [1, 100], got {self.occupied_threshold!r}')
+            raise ValueError(f'occupied_threshold: must be in [1, 100], '
+                             f'got {self.occupied_threshold!r}')
         for name in ('goal_key', 'pose_key', 'safety_prefix', 'door_prefix'):
             if not getattr(self, name):
                 raise ValueError(f'{name}: must not be empty')
@@ -131,8 +141,8 @@ class Planner:
             doors = [pack.door(key) for key in pack.keys_matching(self.config.door_prefix + '*')]
         except PackValueError as err:
             return NoRoute(str(err))
-        passable = self._passable(grid, zones, [door for door in doors if not door.is_open],
-                                  start, goal)
+        passable, closeness = self._passable(
+            grid, zones, [door for door in doors if not door.is_open], start, goal)
         start_cell, goal_cell = cell_of(grid, *start), cell_of(grid, *goal)
         reaches_goal = contains(grid, goal_cell)
         if not contains(grid, start_cell):
@@ -140,12 +150,13 @@ class Planner:
         for name, cell, point in (('pose', start_cell, start), ('goal', goal_cell, goal)):
             if contains(grid, cell) and not passable[cell]:
                 return NoRoute(f'{name} ({point[0]:.2f}, {point[1]:.2f}) m is on a blocked cell')
-        cells = astar(passable, start_cell, goal_cell)
+        step_cost = 1.0 + self.config.clearance_cost * closeness
+        cells = astar(passable, start_cell, goal_cell, step_cost)
         if cells is None:
             return NoRoute(f'goal ({goal[0]:.2f}, {goal[1]:.2f}) m is unreachable from '
                            f'({start[0]:.2f}, {start[1]:.2f}) m'
                            + ('' if reaches_goal else ' inside the map window'))
-        corners = shortcut(passable, cells)
+        corners = shortcut(passable, cells, closeness)
         end = goal if reaches_goal else _rounded(center_of(grid, corners[-1]))
         waypoints = ((start,) + tuple(_rounded(center_of(grid, cell)) for cell in corners[1:-1])
                      + (end,))
@@ -154,8 +165,13 @@ class Planner:
                      reaches_goal=reaches_goal)
 
     def _passable(self, grid: MapWindow, zones: list[np.ndarray], closed_doors: list[Door],
-                  start: tuple[float, float], goal: tuple[float, float]) -> np.ndarray:
-        """Return the boolean grid of cells the robot's center may occupy."""
+                  start: tuple[float, float],
+                  goal: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+        """Return the cells the robot's center may occupy, and each cell's closeness in [0, 1].
+
+        Closeness is 1 within the robot radius of an obstacle or zone, falls in
+        rings to 0 at `clearance_m` beyond it, and is 0 farther out.
+        """
         lethal_obstacles = grid.data >= self.config.occupied_threshold
         for door in closed_doors:
             width = door.width_m if door.width_m is not None else self.config.door_width_m
@@ -172,7 +188,12 @@ class Planner:
         escape = ~lethal_obstacles & (grid.data >= 0)
         for point in (start, goal):
             passable |= escape & disk_around(grid, point, 2.0 * self.config.robot_radius_m)
-        return passable
+        rings = math.ceil(self.config.clearance_m / grid.resolution)
+        closeness = inflated.astype(float)
+        for ring in range(rings, 0, -1):   # outermost first: nearer rings overwrite
+            closeness[inflate(lethal_obstacles, radius_cells + ring)
+                      & ~inflated] = 1.0 - ring / (rings + 1)
+        return passable, closeness
 
 
 def _zone_polygon(key: str, value) -> np.ndarray | None:
@@ -260,7 +281,8 @@ def inflate(mask: np.ndarray, radius_cells: float) -> np.ndarray:
     for d_row in range(-reach, reach + 1):
         for d_col in range(-reach, reach + 1):
             if d_row * d_row + d_col * d_col <= radius_cells * radius_cells:
-                out |= padded[reach + d_row:reach + d_row + rows, reach + d_col:reach + d_col + cols]
+                row0, col0 = reach + d_row, reach + d_col
+                out |= padded[row0:row0 + rows, col0:col0 + cols]
     return out
 
 
@@ -273,18 +295,22 @@ def disk_around(grid: MapWindow, point: tuple[float, float], radius_m: float) ->
             <= radius_m * radius_m)
 
 
-def astar(passable: np.ndarray, start: tuple[int, int],
-          goal: tuple[int, int]) -> list[tuple[int, int]] | None:
+def astar(passable: np.ndarray, start: tuple[int, int], goal: tuple[int, int],
+          step_cost: np.ndarray | None = None) -> list[tuple[int, int]] | None:
     """Return the cheapest 8-connected cell path from `start` to `goal`, or None.
 
-    Diagonal moves need both orthogonal neighbours passable (no corner cutting).
+    A move costs its length [cells] times `step_cost` (>= 1) of the cell it
+    enters (1 everywhere when None). Diagonal moves need both orthogonal
+    neighbours passable (no corner cutting).
     A `goal` outside the grid is reached through the grid's border: leaving from
     a border cell costs the octile distance from it to the goal, and the path
     ends at the border cell where that total is least. Octile distance is the
     (consistent) heuristic.
     """
     rows, cols = passable.shape
-    free = passable.ravel().tolist()   # plain list: fast scalar reads in the loop
+    free = passable.ravel().tolist()   # plain lists: fast scalar reads in the loop
+    factor = ([1.0] * len(free) if step_cost is None
+              else np.maximum(step_cost, 1.0).ravel().tolist())
     goal_row, goal_col = goal
     goal_inside = 0 <= goal_row < rows and 0 <= goal_col < cols
     exit_index = -2                    # the virtual node beyond the border
@@ -326,7 +352,7 @@ def astar(passable: np.ndarray, start: tuple[int, int],
                 continue
             if d_row and d_col and not (free[row * cols + n_col] and free[n_row * cols + col]):
                 continue
-            n_cost = g + step
+            n_cost = g + step * factor[n_index]
             if n_cost < cost.get(n_index, math.inf):
                 cost[n_index] = n_cost
                 parent[n_index] = index
@@ -334,11 +360,11 @@ def astar(passable: np.ndarray, start: tuple[int, int],
     return None
 
 
-def line_is_free(passable: np.ndarray, a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Return True when every cell the segment between cell centers `a` and `b` touches is passable.
+def line_cells(a: tuple[int, int], b: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Return (rows, cols) of the cells the segment between cell centers `a` and `b` touches.
 
-    Samples the segment every quarter cell, and checks both cells at each sample's
-    row and column rounding so a diagonal never slips between two blocked cells.
+    Samples the segment every quarter cell, and takes both cells at each sample's
+    row and column rounding so a diagonal never slips between two cells.
     """
     steps = 4 * max(abs(b[0] - a[0]), abs(b[1] - a[1])) + 1
     t = np.linspace(0.0, 1.0, steps)
@@ -347,16 +373,28 @@ def line_is_free(passable: np.ndarray, a: tuple[int, int], b: tuple[int, int]) -
     eps = 1e-6
     cells_r = np.concatenate([np.floor(rows - eps), np.floor(rows + eps)] * 2).astype(int)
     cells_c = np.concatenate([np.floor(cols - eps)] * 2 + [np.floor(cols + eps)] * 2).astype(int)
-    return bool(passable[cells_r, cells_c].all())
+    return cells_r, cells_c
 
 
-def shortcut(passable: np.ndarray, cells: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Return the corners of `cells` left after greedy line-of-sight pruning (ends kept)."""
+def shortcut(passable: np.ndarray, cells: list[tuple[int, int]],
+             closeness: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """Return the corners of `cells` left after greedy line-of-sight pruning (ends kept).
+
+    A shortcut must cross passable cells only, and never come closer to an
+    obstacle (higher `closeness`) than the stretch of path it replaces did.
+    """
+    near = np.zeros(passable.shape) if closeness is None else closeness
+    path_near = [near[cell] for cell in cells]
+
+    def allowed(first, last):
+        rows, cols = line_cells(cells[first], cells[last])
+        return bool(passable[rows, cols].all()) and \
+            near[rows, cols].max() <= max(path_near[first:last + 1])
     corners = [cells[0]]
     anchor = 0
     while anchor < len(cells) - 1:
         reach = anchor + 1
-        while reach + 1 < len(cells) and line_is_free(passable, cells[anchor], cells[reach + 1]):
+        while reach + 1 < len(cells) and allowed(anchor, reach + 1):
             reach += 1
         corners.append(cells[reach])
         anchor = reach

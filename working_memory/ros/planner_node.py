@@ -23,8 +23,8 @@ class PlannerNode(DecisionNode):
     replans when due and publishes `route` on the board when the route changed.
 
     ROS Parameters:
-        DecisionNode's, plus `robot_radius_m`, `occupied_threshold`, `door_width_m`,
-        `replan_period_s` (see PARAMS).
+        DecisionNode's, plus `robot_radius_m`, `clearance_m`, `clearance_cost`,
+        `occupied_threshold`, `door_width_m`, `replan_period_s` (see PARAMS).
     Subscriptions:
         `<working_memory_namespace>/frame` (ContextFrame).
     Publishers:
@@ -36,6 +36,13 @@ class PlannerNode(DecisionNode):
         ParamSpec('robot_radius_m', ParamType.DOUBLE, 0.25,
                   'Obstacles and safety zones are inflated by this radius [m]',
                   range=(0.0, 5.0), read_only=True),
+        ParamSpec('clearance_m', ParamType.DOUBLE, 0.4,
+                  'Cells this far beyond robot_radius_m from an obstacle or zone cost more [m]',
+                  range=(0.0, 5.0), read_only=True),
+        ParamSpec('clearance_cost', ParamType.DOUBLE, 3.0,
+                  'Extra step cost right at robot_radius_m (falls to 0 at clearance_m); '
+                  '0 plans shortest routes that graze obstacles',
+                  range=(0.0, 100.0), read_only=True),
         ParamSpec('occupied_threshold', ParamType.INTEGER, 50,
                   'Map cells at or above this occupancy [0..100] are obstacles',
                   range=(1, 100), read_only=True),
@@ -51,6 +58,8 @@ class PlannerNode(DecisionNode):
         super().__init__('planner', 'planner', **kwargs)
         self._planner = Planner(PlannerConfig(
             robot_radius_m=self.params['robot_radius_m'],
+            clearance_m=self.params['clearance_m'],
+            clearance_cost=self.params['clearance_cost'],
             occupied_threshold=self.params['occupied_threshold'],
             door_width_m=self.params['door_width_m']))
         self._board_pub = self.board_publisher()
