@@ -119,6 +119,14 @@ def test_malformed_zone_polygon_is_an_alarm_naming_the_key():
     assert 'safety:zone/high_voltage.polygon' in result.reason
 
 
+@pytest.mark.parametrize('value', [[[4, 1.5], [6, 1.5], [6, 3.5]], {'area': 'east'}, None])
+def test_zone_without_a_readable_polygon_is_an_alarm_not_a_free_pass(value):
+    values = dict(room_values(zone=None), **{'safety:zone/high_voltage': value})
+    result = Planner().plan(planner_pack(open_room(), values))
+    assert isinstance(result, ConstraintAlarm)
+    assert result.reason.startswith('safety:zone/high_voltage: a zone needs')
+
+
 @pytest.mark.parametrize('drop, expected', [
     ('pose', 'pose: not in the planner pack'),
     ('goal:deliver', 'goal:deliver: not in the planner pack'),

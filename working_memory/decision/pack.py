@@ -42,7 +42,7 @@ class PackView:
     stamp: float                    # [s] tick time
     digest: str
     frame_digest: str | None
-    values: Mapping[str, Any]       # board key -> decoded JSON value
+    values: Mapping[str, Any]       # board key -> decoded JSON value (shared: read only)
     events: tuple[Event, ...]       # oldest first
     missing: tuple[Missing, ...]
     map_window: MapWindow | None

@@ -47,6 +47,7 @@ class PlannerConfig:
     goal_key: str = 'goal:deliver'
     pose_key: str = 'pose'
     safety_prefix: str = 'safety:'
+    zone_prefix: str = 'safety:zone/'
     door_prefix: str = 'door:'
 
     def __post_init__(self):
@@ -61,7 +62,7 @@ class PlannerConfig:
         if not 1 <= self.occupied_threshold <= 100:
             raise ValueError(f'occupied_threshold: must be in [1, 100], '
                              f'got {self.occupied_threshold!r}')
-        for name in ('goal_key', 'pose_key', 'safety_prefix', 'door_prefix'):
+        for name in ('goal_key', 'pose_key', 'safety_prefix', 'zone_prefix', 'door_prefix'):
             if not getattr(self, name):
                 raise ValueError(f'{name}: must not be empty')
 
@@ -129,7 +130,8 @@ class Planner:
         safety_keys = pack.keys_matching(self.config.safety_prefix + '*')
         try:
             zones = [zone for key in safety_keys
-                     if (zone := _zone_polygon(key, pack.value(key))) is not None]
+                     if (zone := _zone_polygon(key, pack.value(key),
+                                               self.config.zone_prefix)) is not None]
         except PackValueError as err:
             # A constraint the planner cannot read is as good as absent.
             return ConstraintAlarm(reason=str(err))
@@ -196,22 +198,26 @@ class Planner:
         return passable, closeness
 
 
-def _zone_polygon(key: str, value) -> np.ndarray | None:
+def _zone_polygon(key: str, value, zone_prefix: str) -> np.ndarray | None:
     """Return a safety value's polygon as an (n, 2) array [m], None when it has no polygon.
 
-    Raises PackValueError naming the key when the polygon is malformed.
+    Raises PackValueError naming the key when the polygon is malformed, or when a
+    zone key (`zone_prefix`*) has none: a zone the planner cannot read is no zone.
     """
     if not isinstance(value, dict) or 'polygon' not in value:
+        if key.startswith(zone_prefix):
+            raise PackValueError(f'{key}: a zone needs {{"polygon": [[x, y], ...]}}, '
+                                 f'got {value!r}')
         return None
     try:
         polygon = np.asarray(value['polygon'], dtype=float)
     except (TypeError, ValueError) as err:
         raise PackValueError(f'{key}.polygon: expected [[x, y], ...] in m, got '
-                            f'{value["polygon"]!r}') from err
+                             f'{value["polygon"]!r}') from err
     if polygon.ndim != 2 or polygon.shape[1] != 2 or len(polygon) < 3 \
             or not np.isfinite(polygon).all():
         raise PackValueError(f'{key}.polygon: expected at least 3 finite [x, y] points, got '
-                            f'{value["polygon"]!r}')
+                             f'{value["polygon"]!r}')
     return polygon
 
 
