@@ -151,6 +151,17 @@ def test_planner_alarms_and_holds_when_constraints_were_dropped(start, probe, sp
     assert len(probe.events_of(EventKind.ALARM, 'constraint_validation')) == 1
 
 
+def test_executor_stops_the_robot_when_packs_stop_coming(start, probe, spin_until):
+    probe.frames.publish(frame(1, executor={'pose': {'x': 1.0, 'y': 2.5, 'yaw': 0.0},
+                                            'route': ROUTE})[0])
+    start(ExecutorNode, pack_timeout_s=0.3)
+    assert spin_until(lambda: any(twist.linear.x > 0.0 for twist in probe.cmd_vel))
+    # No further frame comes: only the watchdog can publish the stop.
+    moving = len(probe.cmd_vel)
+    assert spin_until(lambda: any(twist.linear.x == 0.0 and twist.angular.z == 0.0
+                                  for twist in probe.cmd_vel[moving:]))
+
+
 def test_executor_switches_to_remote_open_after_a_failure(start, probe, spin_until):
     values = {'pose': AT_DOOR, 'route': ROUTE, 'door:main': DOOR}
     probe.frames.publish(frame(1, executor=values)[0])
