@@ -106,7 +106,8 @@ def test_adaptive_retry_waits_for_the_outcome_of_remote_open():
     failure = (door_failure(10.2),)
     executor.decide(executor_pack(pose=AT_DOOR), now=10.0)
     executor.decide(executor_pack(pose=AT_DOOR, events=failure), now=10.6)
-    assert executor.decide(executor_pack(pose=AT_DOOR, events=failure), now=14.0).decision == 'wait_door'
+    waiting = executor.decide(executor_pack(pose=AT_DOOR, events=failure), now=14.0)
+    assert waiting.decision == 'wait_door'
     again = executor.decide(executor_pack(pose=AT_DOOR, events=failure), now=14.7)
     assert again.action.as_value() == {'name': 'open_door', 'strategy': 'remote_open', 'attempt': 3}
 

@@ -89,8 +89,9 @@ def retry_policy(pack: PackView) -> str:
 
 
 def pure_pursuit(pose: tuple[float, float, float], waypoints: np.ndarray, lookahead_m: float,
-                 max_speed: float, max_turn_rate: float) -> tuple[float, float, tuple[float, float]]:
-    """Return (v [m/s], w [rad/s], lookahead point [m]) steering `pose` (x, y, yaw) along `waypoints`.
+                 max_speed: float,
+                 max_turn_rate: float) -> tuple[float, float, tuple[float, float]]:
+    """Return (v [m/s], w [rad/s], lookahead point [m]) steering `pose` (x, y, yaw) on `waypoints`.
 
     The lookahead point lies `lookahead_m` further along the polyline than the
     robot's closest point on it. Speed drops with the heading error; a target
@@ -117,7 +118,7 @@ def pure_pursuit(pose: tuple[float, float, float], waypoints: np.ndarray, lookah
 
 
 def _lookahead_point(position: np.ndarray, waypoints: np.ndarray, lookahead_m: float) -> np.ndarray:
-    """Return the point `lookahead_m` [m] along the polyline after the closest point to `position`."""
+    """Return the point `lookahead_m` [m] along the polyline past its point nearest `position`."""
     if len(waypoints) == 1:
         return waypoints[0]
     starts, ends = waypoints[:-1], waypoints[1:]
@@ -174,7 +175,8 @@ class Executor:
             return self._stop(ARRIVED if arrived else WAIT_ROUTE,
                               dict(base, remaining_m=round(remaining, 3)))
         if door is not None:
-            if not door.is_open and math.dist(pose[:2], (door.x, door.y)) <= self.config.door_stop_m:
+            near = math.dist(pose[:2], (door.x, door.y)) <= self.config.door_stop_m
+            if not door.is_open and near:
                 return self._door(pack, now, policy, base)
             if door.is_open:
                 self._attempt, self._requested_at = 0, None
@@ -218,7 +220,8 @@ def route_waypoints(key: str, value) -> np.ndarray:
     try:
         points = np.asarray(value['waypoints'], dtype=float)
     except (TypeError, KeyError, ValueError) as err:
-        raise PackValueError(f'{key}: expected {{"waypoints": [[x, y], ...]}}, got {value!r}') from err
+        raise PackValueError(f'{key}: expected {{"waypoints": [[x, y], ...]}}, '
+                             f'got {value!r}') from err
     if points.ndim != 2 or points.shape[1] != 2 or len(points) == 0 \
             or not np.isfinite(points).all():
         raise PackValueError(f'{key}.waypoints: expected at least one finite [x, y] point [m], '

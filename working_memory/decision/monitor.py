@@ -39,7 +39,7 @@ class TearingMonitor:
         self._newest = -1
 
     def observe(self, cabin: str, tick: int, digest: str) -> TearingAlarm | None:
-        """Record a report; return a TearingAlarm when it disagrees with an earlier one of its tick."""
+        """Record a report; return a TearingAlarm when it disagrees with an earlier one."""
         if tick < self._newest - self._keep:
             self._reports.clear()
             self._newest = -1
