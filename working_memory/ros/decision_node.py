@@ -7,11 +7,8 @@ DecisionStatus stamped with the (tick, frame digest) it used.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-import rclpy
-from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -107,25 +104,3 @@ class DecisionNode(Node):
                     spec.name, Parameter(spec.name, value=spec.default)).value
                 for spec in specs}
 
-
-def run(make_node: Callable[[], Node], args: list[str] | None = None) -> int:
-    """Spin the node made by `make_node` until Ctrl-C or shutdown; return the exit code."""
-    rclpy.init(args=args)
-    try:
-        node = make_node()
-    except (ParameterException, ValueError) as error:
-        # A bad parameter: say which, and exit instead of running with a broken contract.
-        rclpy.logging.get_logger('working_memory').fatal(str(error))
-        rclpy.try_shutdown()
-        return 2
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0

@@ -11,7 +11,8 @@ from working_memory.decision.executor import Action, Executor, ExecutorConfig
 from working_memory.decision.pack import PackView
 from working_memory.ros import qos
 from working_memory.ros.decision_conversions import twist_msg
-from working_memory.ros.decision_node import DecisionNode, run
+from working_memory.ros.decision_node import DecisionNode
+from working_memory.ros.spin import run_node
 from working_memory.ros.params import ParamSpec, ParamType
 
 ACTION_KEY = 'action:current'
@@ -98,4 +99,4 @@ class ExecutorNode(DecisionNode):
 
 def main(args: list[str] | None = None) -> int:
     """Run the executor node."""
-    return run(ExecutorNode, args)
+    return run_node(ExecutorNode, args)

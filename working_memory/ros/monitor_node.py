@@ -10,7 +10,8 @@ from working_memory.decision.pack import PackView
 from working_memory.msg import DecisionStatus
 from working_memory.ros import qos
 from working_memory.ros.decision_conversions import decision_status_from_msg
-from working_memory.ros.decision_node import DecisionNode, run
+from working_memory.ros.decision_node import DecisionNode
+from working_memory.ros.spin import run_node
 from working_memory.ros.params import ParamSpec, ParamType
 
 TEARING_KEY = 'tearing'
@@ -79,4 +80,4 @@ class MonitorNode(DecisionNode):
 
 def main(args: list[str] | None = None) -> int:
     """Run the monitor node."""
-    return run(MonitorNode, args)
+    return run_node(MonitorNode, args)

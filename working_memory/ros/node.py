@@ -7,13 +7,13 @@ the logic lives in working_memory/core.
 from __future__ import annotations
 
 import argparse
+import sys
 import dataclasses
 import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
@@ -22,7 +22,7 @@ from rclpy.clock import JumpHandle, JumpThreshold
 from rclpy.duration import Duration
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.exceptions import InvalidTopicNameException, ParameterException
-from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.service import Service
@@ -44,6 +44,7 @@ from working_memory.core.timebase import TimeBase
 from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
+from working_memory.ros.spin import run_node
 from working_memory.ros.diagnostics import CapacityUse, Health
 from working_memory.ros.params import (CABINS_PREFIX, PARAMS, SPECS, NodeConfig,
                                        cabin_param_specs, config_from_values, drop_cabin,
@@ -508,23 +509,14 @@ def make_executor(context=None) -> Executor:
 
 def main(args: list[str] | None = None) -> int:
     """Run the node; `--autostart` configures and activates it without a lifecycle manager."""
-    rclpy.init(args=args)
     parser = argparse.ArgumentParser(prog='working_memory_node')
     parser.add_argument('--autostart', action='store_true',
                         help='configure and activate at start')
-    options = parser.parse_args(remove_ros_args(args)[1:])
-    node = WorkingMemoryNode()
-    executor = make_executor()
-    executor.add_node(node)
-    try:
-        if options.autostart and (node.trigger_configure() != TransitionCallbackReturn.SUCCESS
-                                  or node.trigger_activate() != TransitionCallbackReturn.SUCCESS):
-            return 1
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    options = parser.parse_args(remove_ros_args(args if args is not None else sys.argv)[1:])
+
+    def autostart(node: WorkingMemoryNode) -> bool:
+        return not options.autostart or (
+            node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+            and node.trigger_activate() == TransitionCallbackReturn.SUCCESS)
+
+    return run_node(WorkingMemoryNode, args, start=autostart, make_executor=make_executor)

@@ -8,7 +8,8 @@ from working_memory.core.items import EventKind
 from working_memory.decision.pack import PackView
 from working_memory.decision.planner import (ConstraintAlarm, NoRoute, Planner, PlannerConfig,
                                              Route, check_constraints)
-from working_memory.ros.decision_node import DecisionNode, run
+from working_memory.ros.decision_node import DecisionNode
+from working_memory.ros.spin import run_node
 from working_memory.ros.params import ParamSpec, ParamType
 
 ROUTE_KEY = 'route'
@@ -131,4 +132,4 @@ class PlannerNode(DecisionNode):
 
 def main(args: list[str] | None = None) -> int:
     """Run the planner node."""
-    return run(PlannerNode, args)
+    return run_node(PlannerNode, args)

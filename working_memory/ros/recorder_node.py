@@ -14,10 +14,10 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from working_memory.msg import ContextFrame, Eviction
+from working_memory.ros.spin import run_node
 from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
 from working_memory.tools.bag import (DIAGNOSTICS_TYPE, EVICTION_TYPE, FRAME_TYPE, STORAGES,
                                       BagError, BagWriter)
@@ -123,21 +123,8 @@ def frame_qos_for_recording():
 
 def main(args: list[str] | None = None) -> int:
     """Run the recorder until SIGINT/SIGTERM; the bag is closed cleanly either way."""
-    rclpy.init(args=args)
-    try:
-        node = RecorderNode()
-    except (BagError, ValueError, ParameterException) as err:
-        rclpy.logging.get_logger('recorder_node').error(str(err))
-        rclpy.try_shutdown()
-        return 1
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(RecorderNode, args,
+                    construction_errors=(BagError, ValueError, ParameterException))
 
 
 if __name__ == '__main__':

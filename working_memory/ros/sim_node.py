@@ -20,7 +20,7 @@ from working_memory.msg import BoardUpdate, LogEvent
 from working_memory.ros.conversions import (
     board_update_msg, clock_msg, declare_parameters, event_from_msg, grid_msg_from_window,
     json_string_msg, log_event_msg, odometry_msg, twist_from_msg)
-from working_memory.ros.decision_node import run
+from working_memory.ros.spin import run_node
 from working_memory.ros.qos import latched_qos, map_qos, stream_qos
 from working_memory.ros.sim_params import SIM_PARAMS, sim_config_from_values
 from working_memory.sim.cadence import Cadence, ChangedEntries
@@ -208,4 +208,4 @@ def _strategy_of(action: Event) -> str:
 
 def main(args: list[str] | None = None) -> int:
     """Run the simulator node until shutdown."""
-    return run(SimWorldNode, args)
+    return run_node(SimWorldNode, args)
