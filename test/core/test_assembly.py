@@ -217,6 +217,26 @@ def test_fresh_constraint_survives_high_rate_low_value_readings():
     assert all(record.key.startswith('reading:') for record in world.working_set.eviction_log)
 
 
+def test_over_capacity_a_tick_evicts_only_what_its_packs_then_lack():
+    # Two cabins ask for 12 items with capacity 8, the 10 equally cheap sensor readings
+    # changing every tick: each tick forgets 4 once, after the whole selection is in,
+    # never an item that a later put of the same tick re-adds (no churn in the log).
+    world = World(capacity=8, monitor={'board_keys': ['sensor:*', 'pose']},
+                  planner={'board_keys': ['pose', 'route']})
+    world.put('pose', {'x': 1}, importance=0.9)
+    world.put('route', [[0, 0]], importance=0.8)
+    for now in (1.0, 2.0, 3.0, 4.0):
+        for n in range(10):
+            world.put(f'sensor:{n}', now + n, stamp=now, importance=0.05)
+        frame = world.assemble(now)
+        evicted = {record.key for record in frame.evictions}
+        served = {key for pack in frame.packs.values() for key in keys(pack)}
+        assert len(evicted) == len(frame.evictions) == 4
+        assert not evicted & served
+        assert {'pose', 'route'} <= served and len(served) == 8
+        assert missing(frame.pack('monitor')) == {}  # sensors are not required
+
+
 def test_events_leaving_every_window_leave_the_working_set_without_an_eviction():
     world = World(planner={'events': {'window_s': 5.0}})
     event = world.log_event(1.0, EventKind.CONSTRAINT, 'door:3')

@@ -322,13 +322,12 @@ class Assembler:
         for item in ws.items():
             if item.source is Source.LOG and item.key not in wanted:
                 ws.remove(item.key)
-        evictions = []
         for key in sorted({key for selection in selections for key in selection.stale}):
             item = ws.get(key)
             if item is not None and not item.stale:
-                evictions += ws.put(key, item.value, importance=item.importance, now=now,
-                                    source=item.source, stamp=item.stamp, stale=True,
-                                    exempt=item.exempt, size=item.size)
+                ws.put(key, item.value, importance=item.importance, now=now,
+                       source=item.source, stamp=item.stamp, stale=True,
+                       exempt=item.exempt, size=item.size, defer_eviction=True)
         for key in sorted(wanted):
             want = wanted[key]
             item = ws.get(key)
@@ -336,8 +335,10 @@ class Assembler:
                     and item.importance == want['importance'] and not item.stale):
                 ws.touch(key, now)
             else:
-                evictions += ws.put(key, now=now, **want)
-        return evictions
+                ws.put(key, now=now, defer_eviction=True, **want)
+        # Evict once, after the whole tick's selection is in: what goes is the least
+        # valuable of the tick, never an item put back a moment later.
+        return ws.evict_to_fit()
 
     # -- packs --------------------------------------------------------------
 

@@ -196,8 +196,12 @@ class WorkingSet:
     def put(self, key: str, value: Any, *, importance: float, now: float,
             source: Source | str = Source.BOARD, stamp: float | None = None,
             stale: bool = False, exempt: bool = False,
-            size: int | None = None) -> list[EvictionRecord]:
+            size: int | None = None, defer_eviction: bool = False) -> list[EvictionRecord]:
         """Insert an item, or replace an existing key's item; then evict to fit.
+
+        With `defer_eviction` the set may stay over its limits until the caller
+        runs `evict_to_fit()`: a batch of puts (one tick) then forgets only what
+        is least valuable after the whole batch, never an item the batch re-adds.
 
         A replaced item takes the new value, importance and flags and is used
         at `now` [s]. `stamp` [s] (when the value was produced) defaults to
@@ -235,6 +239,10 @@ class WorkingSet:
         if old is not None:
             self._forget(old)
         self._store(item, effective)
+        return [] if defer_eviction else self._evict_to_fit()
+
+    def evict_to_fit(self) -> list[EvictionRecord]:
+        """Evict until the limits hold (after deferred puts); return the evictions."""
         return self._evict_to_fit()
 
     def touch(self, key: str, now: float) -> None:

@@ -91,11 +91,33 @@ def state_label(state: str) -> str:
     return state if state in SERVED_OR_UNREQUIRED else f'missing {state}'
 
 
+def eviction_runs(evictions) -> list[list]:
+    """Group evictions of consecutive ticks with the same reason (a key forgotten every tick)."""
+    runs: list[list] = []
+    for eviction in evictions:
+        if runs and runs[-1][-1].tick + 1 == eviction.tick \
+                and runs[-1][-1].reason == eviction.reason:
+            runs[-1].append(eviction)
+        else:
+            runs.append([eviction])
+    return runs
+
+
+def format_eviction_run(run: list) -> str:
+    """Return one line for a run of evictions: its ticks, reason, importance and age."""
+    first, last = run[0], run[-1]
+    if len(run) == 1:
+        return (f'  evicted at tick {first.tick} ({first.reason}): importance '
+                f'{first.importance:.2f}, unused for {first.age:.2f} s')
+    return (f'  evicted at every tick {first.tick}-{last.tick} ({len(run)} times, {first.reason}): '
+            f'importance {min(e.importance for e in run):.2f}-{max(e.importance for e in run):.2f}, '
+            f'unused for up to {max(e.age for e in run):.2f} s')
+
+
 def format_why(answer: WhyAnswer) -> str:
     """Return the timeline of a why-answer."""
     lines = [f'why {answer.key!r}: {tick_label(*answer.ticks)} recorded']
-    lines += [f'  evicted at tick {e.tick} ({e.reason}): importance {e.importance:.2f}, '
-              f'unused for {e.age:.2f} s' for e in answer.evictions]
+    lines += [format_eviction_run(run) for run in eviction_runs(answer.evictions)]
     if not answer.histories:
         lines.append('  never served to or required by any cabin')
     for history in answer.histories:
