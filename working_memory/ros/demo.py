@@ -35,6 +35,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help='sim seconds per wall second (default: 2)')
     parser.add_argument('--sim-time-limit', type=float, default=150.0,
                         help='stop after this much sim time [s] (default: 150)')
+    parser.add_argument('--after-alarm', type=float, default=10.0,
+                        help='stop this much sim time [s] after the first alarm (default: 10)')
     return parser.parse_args(argv)
 
 
@@ -89,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
           f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")} (loopback only)', flush=True)
     rclpy.init(args=None)
     try:
-        outcome = run_scenario(options, progress=lambda o, s: print(status_line(o, s),
-                                                                      flush=True))
+        outcome = run_scenario(
+            options, progress=lambda o, s: print(status_line(o, s), flush=True),
+            until=lambda o: (o.first_alarm_s is not None
+                             and o.sim_time_s - o.first_alarm_s >= args.after_alarm))
     finally:
         rclpy.try_shutdown()
     print(summary(outcome, drops))

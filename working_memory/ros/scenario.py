@@ -93,6 +93,7 @@ class Outcome:
     collisions: int = 0
     door: str = ''
     alarms: list[tuple[str, str]] = field(default_factory=list)  # (source, key)
+    first_alarm_s: float | None = None  # [s] sim time of the first ALARM event
     retry_policies: set[str] = field(default_factory=set)
     door_strategies: list[str] = field(default_factory=list)
     failures: int = 0
@@ -132,6 +133,8 @@ class Observer(Node):
             return  # the working-memory node reports malformed events
         if event.kind is EventKind.ALARM:
             self.outcome.alarms.append((event.source, event.key))
+            if self.outcome.first_alarm_s is None:
+                self.outcome.first_alarm_s = self.outcome.sim_time_s
         elif event.kind is EventKind.FAILURE:
             self.outcome.failures += 1
         elif event.kind is EventKind.ACTION and event.key == 'open_door':
