@@ -66,7 +66,7 @@ def _importance(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def _json_field(text: str, what: str) -> Any:
+def json_field(text: str, what: str) -> Any:
     """Parse JSON `text`, raising ValueError naming `what`."""
     try:
         return json.loads(text)
@@ -107,7 +107,7 @@ def board_batch_from_msg(msg, now: float) -> BoardBatch:
 
 def board_entry_from_msg(entry, received: float) -> BoardEntry:
     """Convert one BoardEntry message, raising ValueError naming the key and field."""
-    value = _json_field(entry.value, f'board entry {entry.key!r}: value')
+    value = json_field(entry.value, f'board entry {entry.key!r}: value')
     return BoardEntry(key=entry.key, value=value, stamp=_stamp_or(entry.stamp, received),
                       importance=_importance(entry.importance),
                       ttl=seconds_from_duration(entry.ttl), tags=tuple(entry.tags))
@@ -124,7 +124,7 @@ def event_from_msg(msg, now: float) -> Event:
     if kind is None:
         raise ValueError(f'log event {msg.key!r}: kind {msg.kind} is not one of '
                          f'{sorted(_KIND_FROM_MSG)} ({", ".join(k.value for k in EventKind)})')
-    detail = _json_field(msg.detail, f'log event {msg.key!r}: detail') if msg.detail else None
+    detail = json_field(msg.detail, f'log event {msg.key!r}: detail') if msg.detail else None
     return Event(stamp=_stamp_or(msg.header.stamp, now), kind=kind, source=msg.source,
                  key=msg.key, detail=detail, importance=_importance(msg.importance),
                  tags=tuple(msg.tags))
@@ -195,14 +195,14 @@ def pose_from_pose_stamped(msg, map_frame: str) -> tuple[float, float]:
 # -- frames ----------------------------------------------------------------
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
     """Return the canonical compact JSON text of a core value."""
     return json.dumps(value, sort_keys=True, separators=(',', ':'))
 
 
 def working_item_msg(item: Item) -> WorkingItem:
     """Return a core Item as a WorkingItem."""
-    return WorkingItem(key=item.key, value=_json_text(item.value), source=item.source.value,
+    return WorkingItem(key=item.key, value=json_text(item.value), source=item.source.value,
                        importance=item.importance, last_used=time_from_seconds(item.last_used),
                        stale=item.stale, exempt=item.exempt)
 
@@ -210,7 +210,7 @@ def working_item_msg(item: Item) -> WorkingItem:
 def log_event_msg(event: Event) -> LogEvent:
     """Return a core Event as a LogEvent (no detail: '', manifest weight: NaN)."""
     msg = LogEvent(kind=getattr(LogEvent, event.kind.value), source=event.source, key=event.key,
-                   detail='' if event.detail is None else _json_text(event.detail),
+                   detail='' if event.detail is None else json_text(event.detail),
                    tags=list(event.tags),
                    importance=math.nan if event.importance is None else event.importance)
     msg.header.stamp = time_from_seconds(event.stamp)
@@ -388,7 +388,7 @@ def duration_from_seconds(seconds: float) -> Duration:
 
 def board_entry_msg(entry: BoardEntry) -> BoardEntryMsg:
     """Return a core BoardEntry as a BoardEntry message (manifest weight: NaN)."""
-    return BoardEntryMsg(key=entry.key, value=_json_text(entry.value), tags=list(entry.tags),
+    return BoardEntryMsg(key=entry.key, value=json_text(entry.value), tags=list(entry.tags),
                          importance=math.nan if entry.importance is None else entry.importance,
                          stamp=time_from_seconds(entry.stamp),
                          ttl=duration_from_seconds(entry.ttl))
@@ -430,9 +430,9 @@ def twist_from_msg(msg) -> tuple[float, float]:
 
 def json_string_msg(value: Any) -> String:
     """Return a JSON-able value as a std_msgs/String (canonical compact JSON)."""
-    return String(data=_json_text(value))
+    return String(data=json_text(value))
 
 
 def json_from_string_msg(msg, what: str) -> Any:
     """Parse a std_msgs/String holding JSON, raising ValueError naming `what`."""
-    return _json_field(msg.data, what)
+    return json_field(msg.data, what)

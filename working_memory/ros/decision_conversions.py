@@ -7,7 +7,6 @@ conversions raise ValueError naming the message field at fault.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -17,25 +16,17 @@ from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Missing, MissingReason
 from working_memory.decision.pack import PackView
 from working_memory.msg import ContextFrame, DecisionStatus, MissingItem
-from working_memory.ros.conversions import (event_from_msg, grid_from_msg, seconds_from_time,
-                                            time_from_seconds)
+from working_memory.ros.conversions import (event_from_msg, grid_from_msg, json_field, json_text,
+                                            seconds_from_time, time_from_seconds)
 
 _REASON_FROM_MSG = {getattr(MissingItem, reason.value): reason for reason in MissingReason}
-
-
-def _json(text: str, what: str) -> Any:
-    """Parse JSON `text`, raising ValueError naming `what`."""
-    try:
-        return json.loads(text)
-    except ValueError as error:
-        raise ValueError(f'{what}: not valid JSON ({error}): {text[:80]!r}') from None
 
 
 def pack_view_from_msg(msg, frame_digest: str | None) -> PackView:
     """Return a ContextPack as a PackView; `frame_digest` is the digest of its ContextFrame."""
     where = f'pack {msg.cabin!r} tick {msg.tick}'
     stamp = seconds_from_time(msg.header.stamp)
-    values = {item.key: _json(item.value, f'{where}: items[{item.key!r}].value')
+    values = {item.key: json_field(item.value, f'{where}: items[{item.key!r}].value')
               for item in msg.items}
     events = []
     for index, event in enumerate(msg.recent_events):
@@ -81,7 +72,7 @@ def decision_status_msg(cabin: str, tick: int, digest: str, decision: str, detai
                         stamp: float) -> DecisionStatus:
     """Return a DecisionStatus at `stamp` [s]; `detail` is JSON-able."""
     msg = DecisionStatus(cabin=cabin, tick=tick, digest=digest, decision=decision,
-                         detail=json.dumps(detail, sort_keys=True, separators=(',', ':')))
+                         detail=json_text(detail))
     msg.header.stamp = time_from_seconds(stamp)
     return msg
 
