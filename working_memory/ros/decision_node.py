@@ -10,15 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 
 from working_memory.client import WorkingMemoryClient
 from working_memory.core.items import BoardEntry, Event, EventKind
 from working_memory.decision.pack import PackView
 from working_memory.msg import BoardUpdate, DecisionStatus, LogEvent
 from working_memory.ros import qos
-from working_memory.ros.conversions import (board_update_msg, log_event_msg,
-                                            parameter_descriptor, parameter_type)
+from working_memory.ros.conversions import board_update_msg, declare_parameters, log_event_msg
 from working_memory.ros.decision_conversions import decision_status_msg
 from working_memory.ros.params import ParamSpec, ParamType
 
@@ -49,7 +47,7 @@ class DecisionNode(Node):
 
     def __init__(self, node_name: str, default_cabin: str, **kwargs: Any):
         super().__init__(node_name, **kwargs)
-        self.params = self._declare(COMMON_PARAMS + self.PARAMS)
+        self.params = declare_parameters(self, COMMON_PARAMS + self.PARAMS)
         self.cabin = self.params['cabin'] or default_cabin
         self._status_pub = self.create_publisher(DecisionStatus, '~/status', qos.stream_qos(10))
         self._log_pub = self.create_publisher(LogEvent, 'log', qos.stream_qos())
@@ -90,17 +88,4 @@ class DecisionNode(Node):
 
     def _on_pack(self, view: PackView) -> None:
         self.decide(view, self.now())
-
-    def _declare(self, specs: tuple[ParamSpec, ...]) -> dict[str, Any]:
-        """Declare `specs` and return their values by name.
-
-        Launch overrides win; rclpy rejects an override of the wrong type or out of
-        range with a ParameterException naming the parameter.
-        """
-        for spec in specs:
-            initial = spec.default if spec.default != [] else parameter_type(spec)
-            self.declare_parameter(spec.name, initial, parameter_descriptor(spec))
-        return {spec.name: self.get_parameter_or(
-                    spec.name, Parameter(spec.name, value=spec.default)).value
-                for spec in specs}
 
