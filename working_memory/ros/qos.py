@@ -1,4 +1,4 @@
-"""QoS profiles of the working-memory node's topics, shared with its clients.
+"""QoS profiles of the working-memory node's topics, shared with its clients and the simulator.
 
 Subscribers of `~/frame` must use `frame_qos()`: a late subscriber (a planner that
 starts after the node) then receives the current frame at once.
@@ -7,9 +7,9 @@ starts after the node) then receives the current frame at once.
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 
-def latched_qos() -> QoSProfile:
-    """Return reliable, transient-local, keep-last-1: the latest message waits for late joiners."""
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+def latched_qos(depth: int = 1) -> QoSProfile:
+    """Return reliable, transient-local, keep-last-`depth`: the latest wait for late joiners."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
                       reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -49,14 +49,30 @@ def input_qos() -> QoSProfile:
     return stream_qos(depth=1000)
 
 
-def pose_qos() -> QoSProfile:
-    """Return best-effort keep-last-5 for `odom` / `pose`: only the newest pose matters.
-
-    Best effort accepts both reliable and best-effort publishers.
-    """
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5,
+def best_effort_qos(depth: int) -> QoSProfile:
+    """Return best-effort, volatile, keep-last-`depth`: any publisher's reliability matches."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
                       reliability=ReliabilityPolicy.BEST_EFFORT,
                       durability=DurabilityPolicy.VOLATILE)
+
+
+def pose_qos() -> QoSProfile:
+    """Return best-effort keep-last-5 for `odom` / `pose`: only the newest pose matters."""
+    return best_effort_qos(5)
+
+
+def command_qos() -> QoSProfile:
+    """Return best-effort keep-last-10 for a `cmd_vel` subscription (any sender matches)."""
+    return best_effort_qos(10)
+
+
+def event_log_qos() -> QoSProfile:
+    """Return the QoS of an event producer's `log` publisher: latched, keep last 1000.
+
+    Volatile subscribers get events from the moment they match; subscribers that
+    ask for transient local also get the history (e.g. the opening GOAL and CONSTRAINT).
+    """
+    return latched_qos(depth=1000)
 
 
 def diagnostics_qos() -> QoSProfile:

@@ -10,7 +10,6 @@ from rclpy.clock import Clock as TimerClock
 from rclpy.clock import ClockType
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
@@ -21,35 +20,11 @@ from working_memory.ros.conversions import (
     board_update_msg, clock_msg, declare_parameters, event_from_msg, grid_msg_from_window,
     json_string_msg, log_event_msg, odometry_msg, twist_from_msg)
 from working_memory.ros.spin import run_node
-from working_memory.ros.qos import latched_qos, map_qos, stream_qos
+from working_memory.ros.qos import (command_qos, event_log_qos, latched_qos, map_qos,
+                                    stream_qos)
 from working_memory.ros.sim_params import SIM_PARAMS, sim_config_from_values
 from working_memory.sim.cadence import Cadence, ChangedEntries
 from working_memory.sim.world import DeliveryWorld, WorldConfig
-
-
-def event_log_qos() -> QoSProfile:
-    """Return reliable, transient-local, keep-last-1000 for the events this node logs.
-
-    Volatile subscribers get events from the moment they match; subscribers that
-    ask for transient local also get the history (the opening GOAL and CONSTRAINT).
-    """
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
-                      reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
-
-def sensor_stream_qos() -> QoSProfile:
-    """Return reliable, volatile, keep-last-10 like ros_gz_bridge's /clock and /odom."""
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
-                      reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.VOLATILE)
-
-
-def command_qos() -> QoSProfile:
-    """Return best-effort keep-last-10 for /cmd_vel: accepts reliable and best-effort senders."""
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
-                      reliability=ReliabilityPolicy.BEST_EFFORT,
-                      durability=DurabilityPolicy.VOLATILE)
 
 
 class SimWorldNode(Node):
@@ -97,8 +72,9 @@ class SimWorldNode(Node):
         self._cadences = {name: Cadence(getattr(self._config, f'{name}_rate_hz'))
                           for name in ('odom', 'pose', 'battery', 'sensor', 'status')}
 
-        self._clock_pub = self.create_publisher(Clock, '/clock', sensor_stream_qos())
-        self._odom_pub = self.create_publisher(Odometry, '/odom', sensor_stream_qos())
+        # Reliable keep-last-10, like ros_gz_bridge's /clock and /odom.
+        self._clock_pub = self.create_publisher(Clock, '/clock', stream_qos(10))
+        self._odom_pub = self.create_publisher(Odometry, '/odom', stream_qos(10))
         self._map_pub = self.create_publisher(OccupancyGrid, '/map', map_qos())
         self._board_pub = self.create_publisher(
             BoardUpdate, 'board', stream_qos(),
