@@ -7,7 +7,11 @@ import sys
 import textwrap
 
 import pytest
+from builtin_interfaces.msg import Time
+from rclpy.serialization import serialize_message
 
+from working_memory.msg import ContextFrame, ContextPack, Eviction, WorkingItem
+from working_memory.tools.bag import EVICTION_TYPE, FRAME_TYPE, BagWriter
 from working_memory.tools.inspect import main
 from working_memory.tools.recording import load_recording
 from working_memory.tools.series import tick_series
@@ -54,6 +58,55 @@ def test_why_in_a_cabin_that_never_selects_the_key_says_not_in_pack(synthetic_ba
     (history,) = why(load_recording(synthetic_bag), 'battery', 'executor').histories
     assert [(s.first, s.last, s.state) for s in history.spans] == [(1, 9, NOT_IN_PACK)]
     assert history.first_seen is None
+
+
+def write_unrequired_eviction_run(path):
+    """Write ticks 1-6 (one per second): the planner selects but does not require 'sensor:0'.
+
+    The key is evicted (capacity) in ticks 3 and 4, so it is absent from the planner's
+    packs there with no MissingItem; the executor never selects it.
+    """
+    with BagWriter(path, 'mcap') as writer:
+        for tick in range(1, 7):
+            evicted = tick in (3, 4)
+            items = [] if evicted else [WorkingItem(key='sensor:0', value='{"reading": 0.1}',
+                                                    source='board', importance=0.05,
+                                                    last_used=Time(sec=tick))]
+            msg = ContextFrame(tick=tick, digest=f'{tick:064x}', packs=[
+                ContextPack(tick=tick, cabin='planner', items=items),
+                ContextPack(tick=tick, cabin='executor')])
+            msg.header.stamp = Time(sec=tick)
+            writer.write('/working_memory/frame', FRAME_TYPE, serialize_message(msg), tick * 10**9)
+            if evicted:
+                eviction = Eviction(tick=tick, key='sensor:0', importance=0.05,
+                                    last_used=Time(sec=tick - 1), reason=Eviction.CAPACITY)
+                eviction.header.stamp = Time(sec=tick)
+                writer.write('/working_memory/evictions', EVICTION_TYPE,
+                             serialize_message(eviction), tick * 10**9)
+    return path
+
+
+def test_why_shows_a_selected_unrequired_key_as_evicted_in_its_eviction_ticks(tmp_path, capsys):
+    bag = write_unrequired_eviction_run(tmp_path / 'unrequired')
+    code, out, _ = run_cli(capsys, bag, '--why', 'sensor:0')
+    assert code == 0
+    assert out.splitlines() == [
+        "why 'sensor:0': ticks 1-6 recorded",
+        '  evicted at every tick 3-4 (2 times, CAPACITY): importance 0.05-0.05, '
+        'unused for up to 1.00 s',
+        'cabin planner:',
+        '  first seen: tick 1',
+        '  ticks 1-2: present (importance 0.05)',
+        '  ticks 3-4: missing EVICTED (evicted at tick 3 (CAPACITY): importance 0.05, '
+        'unused for 1.00 s)',
+        '  ticks 5-6: present (importance 0.05)',
+    ]
+
+
+def test_why_never_blames_an_eviction_in_a_cabin_that_never_had_the_key(tmp_path):
+    bag = write_unrequired_eviction_run(tmp_path / 'unrequired')
+    (history,) = why(load_recording(bag), 'sensor:0', 'executor').histories
+    assert [(s.first, s.last, s.state) for s in history.spans] == [(1, 6, NOT_IN_PACK)]
 
 
 def test_why_of_an_unknown_key_says_no_cabin_ever_had_it(synthetic_bag, capsys):

@@ -19,7 +19,8 @@ from working_memory.tools.bag import BagError
 from working_memory.tools.recording import (FrameRecord, PackRecord, Recording, RecordingError,
                                             describe_ticks, load_recording)
 from working_memory.tools.report import REPORT_SUFFIXES, write_report
-from working_memory.tools.why import NOT_IN_PACK, PRESENT, PRESENT_STALE, WhyAnswer, why
+from working_memory.tools.why import (NOT_IN_PACK, PRESENT, PRESENT_STALE, WhyAnswer,
+                                      eviction_detail, why)
 
 VALUE_WIDTH = 48
 DIGEST_WIDTH = 12
@@ -107,8 +108,7 @@ def format_eviction_run(run: list) -> str:
     """Return one line for a run of evictions: its ticks, reason, importance and age."""
     first, last = run[0], run[-1]
     if len(run) == 1:
-        return (f'  evicted at tick {first.tick} ({first.reason}): importance '
-                f'{first.importance:.2f}, unused for {first.age:.2f} s')
+        return f'  {eviction_detail(first)}'
     return (f'  evicted at every tick {first.tick}-{last.tick} ({len(run)} times, {first.reason}): '
             f'importance {min(e.importance for e in run):.2f}-{max(e.importance for e in run):.2f}, '
             f'unused for up to {max(e.age for e in run):.2f} s')

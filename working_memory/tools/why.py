@@ -11,6 +11,7 @@ from working_memory.tools.recording import (EvictionRecord, FrameRecord, Missing
 PRESENT = 'present'
 PRESENT_STALE = 'present, stale'
 NOT_IN_PACK = 'not in pack'
+EVICTED = 'EVICTED'
 STALE_STATES = (PRESENT_STALE, 'STALE')
 
 
@@ -20,7 +21,8 @@ class Span:
 
     `state` is PRESENT, PRESENT_STALE, NOT_IN_PACK (neither served nor required) or a
     MissingItem reason name ('EVICTED', 'STALE', 'OUT_OF_SCOPE', 'INJECTED_DROP', ...);
-    `detail` is the first tick's detail.
+    EVICTED also marks a selected but unrequired key evicted in that tick (no MissingItem,
+    only the Eviction record says so). `detail` is the first tick's detail.
     """
 
     first: int
@@ -63,8 +65,20 @@ def missing_entry(pack: PackRecord, key: str) -> MissingRecord | None:
     return None
 
 
-def state_at(pack: PackRecord | None, key: str) -> tuple[str, str]:
-    """Return (state, detail) of `key` in one pack (None: the cabin had no pack that tick)."""
+def eviction_detail(eviction: EvictionRecord) -> str:
+    """Return e.g. 'evicted at tick 4 (CAPACITY): importance 0.20, unused for 1.00 s'."""
+    return (f'evicted at tick {eviction.tick} ({eviction.reason}): importance '
+            f'{eviction.importance:.2f}, unused for {eviction.age:.2f} s')
+
+
+def state_at(pack: PackRecord | None, key: str,
+             eviction: EvictionRecord | None = None) -> tuple[str, str]:
+    """Return (state, detail) of `key` in one pack (None: the cabin had no pack that tick).
+
+    `eviction` is the key's eviction in this tick when the cabin selects the key: a
+    selected key that is not required gets no MissingItem, so only the eviction record
+    tells why it is absent.
+    """
     if pack is None:
         return NOT_IN_PACK, 'cabin had no pack'
     item = pack.item(key)
@@ -77,14 +91,33 @@ def state_at(pack: PackRecord | None, key: str) -> tuple[str, str]:
     missing = missing_entry(pack, key)
     if missing is not None:
         return missing.reason, missing.detail
+    if eviction is not None:
+        return EVICTED, eviction_detail(eviction)
     return NOT_IN_PACK, 'not selected and not required by the manifest'
 
 
-def cabin_history(frames: tuple[FrameRecord, ...], cabin: str, key: str) -> CabinHistory:
-    """Return the spans of `key` in `cabin` over the recorded frames."""
+def selects(frames: tuple[FrameRecord, ...], cabin: str, key: str) -> bool:
+    """Return True when `key` was an item of `cabin`'s pack in some recorded tick.
+
+    Packs do not list what a manifest selects, only what it got; a cabin that never got
+    the key cannot be shown to select it, so its absence is not blamed on an eviction.
+    """
+    return any(pack.item(key) is not None
+               for pack in (frame.packs.get(cabin) for frame in frames) if pack is not None)
+
+
+def cabin_history(frames: tuple[FrameRecord, ...], cabin: str, key: str,
+                  evictions: tuple[EvictionRecord, ...] = ()) -> CabinHistory:
+    """Return the spans of `key` in `cabin` over the recorded frames.
+
+    `evictions` are the key's evictions; each explains the key's absence from the pack of
+    its tick when the cabin selects the key.
+    """
+    evicted_in = ({eviction.tick: eviction for eviction in evictions}
+                  if selects(frames, cabin, key) else {})
     spans: list[Span] = []
     for frame in frames:
-        state, detail = state_at(frame.packs.get(cabin), key)
+        state, detail = state_at(frame.packs.get(cabin), key, evicted_in.get(frame.tick))
         if spans and spans[-1].state == state:
             last = spans[-1]
             spans[-1] = Span(last.first, frame.tick, state, last.detail)
@@ -105,9 +138,10 @@ def why(recording: Recording, key: str, cabin: str | None = None) -> WhyAnswer:
     if cabin is not None:
         recording.check_cabin(cabin)
     cabins = [cabin] if cabin is not None else recording.cabins
-    histories = [cabin_history(recording.frames, name, key) for name in cabins]
+    evictions = tuple(e for e in recording.evictions if e.key == key)
+    histories = [cabin_history(recording.frames, name, key, evictions) for name in cabins]
     if cabin is None:
         histories = [history for history in histories if mentions(history)]
     ticks = recording.ticks
-    return WhyAnswer(key, (ticks[0], ticks[-1]) if ticks else (0, 0),
-                     tuple(e for e in recording.evictions if e.key == key), tuple(histories))
+    return WhyAnswer(key, (ticks[0], ticks[-1]) if ticks else (0, 0), evictions,
+                     tuple(histories))
