@@ -12,7 +12,7 @@ def test_json_size_is_the_compact_utf8_byte_length():
     assert json_size('é') == len('"\\u00e9"')
 
 
-@pytest.mark.parametrize('importance', [-0.1, 1.5, math.nan, math.inf, '0.5'])
+@pytest.mark.parametrize('importance', [-0.1, 1.5, math.nan, math.inf, '0.5', True])
 def test_board_entry_rejects_importance_outside_unit_interval(importance):
     with pytest.raises(ValueError, match=r"board entry 'pose': importance must be in \[0, 1\]"):
         BoardEntry('pose', {}, stamp=0.0, importance=importance)
@@ -23,6 +23,8 @@ def test_board_entry_rejects_empty_key_and_negative_ttl():
         BoardEntry('', 1, stamp=0.0)
     with pytest.raises(ValueError, match='ttl must be >= 0 s'):
         BoardEntry('pose', 1, stamp=0.0, ttl=-1.0)
+    with pytest.raises(ValueError, match='ttl must be >= 0 s'):
+        BoardEntry('pose', 1, stamp=0.0, ttl='1')
 
 
 def test_board_entry_goes_stale_after_its_ttl_and_reports_for_how_long():

@@ -11,12 +11,12 @@ the same board picture and the same working set state.
 from __future__ import annotations
 
 import fnmatch
-import math
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from working_memory.core.board import BoardSnapshot, BoardView
+from working_memory.core.checks import is_finite_number
 from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import EvictionRecord, WorkingSet
 from working_memory.core.frames import Frame, Pack, freeze_window, make_frame, make_pack
@@ -128,7 +128,7 @@ class Assembler:
         `pose` is (x, y) [m] or `{x, y}`; None reads the board's pose key.
         `grid` None means no map has arrived yet.
         """
-        if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now):
+        if not is_finite_number(now):
             raise ValueError(f'now: must be a finite time in seconds, got {now!r}')
         xy = None if pose is None else as_point(pose, 'pose')
         view = board.view()

@@ -8,6 +8,7 @@ import math
 import threading
 from typing import Iterable
 
+from working_memory.core.checks import check_int, is_finite_number
 from working_memory.core.frozen import check_json, deep_freeze
 from working_memory.core.items import Event, EventKind
 
@@ -21,9 +22,7 @@ class EventLog:
     """
 
     def __init__(self, limit: int):
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f'limit: must be an integer >= 1, got {limit!r}')
-        self._limit = limit
+        self._limit = check_int(limit, 'limit', 1)
         self._lock = threading.Lock()
         self._events: list[Event] = []
         self._keys: list[tuple[float, int]] = []  # (stamp, seq) of each event, for bisect
@@ -35,8 +34,7 @@ class EventLog:
         """Store `event` with the next seq; return the stored (frozen, numbered) event."""
         if not isinstance(event, Event):
             raise ValueError(f'event: must be an Event, got {event!r}')
-        if (isinstance(event.stamp, bool) or not isinstance(event.stamp, (int, float))
-                or not math.isfinite(event.stamp)):
+        if not is_finite_number(event.stamp):
             raise ValueError(f'event {event.key!r}: stamp must be a finite time in seconds, '
                              f'got {event.stamp!r}')
         check_json(event.detail, f'event {event.key!r}: detail')
@@ -67,8 +65,7 @@ class EventLog:
         `kinds` (None: all) filters by kind; `max_count` > 0 keeps only the
         newest that many. Cost: O(log n) to find the window plus its length.
         """
-        if isinstance(max_count, bool) or not isinstance(max_count, int) or max_count < 0:
-            raise ValueError(f'max_count: must be an integer >= 0, got {max_count!r}')
+        check_int(max_count, 'max_count', 0)
         kinds = None if kinds is None else frozenset(kinds)
         with self._lock:
             low = bisect.bisect_left(self._keys, (since, -1))

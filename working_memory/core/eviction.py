@@ -13,8 +13,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Iterable, Protocol
 
+from working_memory.core.checks import check_int, is_finite_number
 from working_memory.core.items import Item, Source, check_importance, json_size
-from working_memory.core.timebase import TimeBase, is_finite_number
+from working_memory.core.timebase import TimeBase
 
 CAPACITY = 'capacity'
 SIZE_BUDGET = 'size_budget'
@@ -83,14 +84,8 @@ class EvictionRecord:
     stamp: float
 
 
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f'{name}: must be an integer >= {minimum}, got {value!r}')
-    return value
-
-
 def _check_size_budget(size_budget: int | None) -> int | None:
-    return None if size_budget is None else _check_int(size_budget, 'size_budget', 1)
+    return None if size_budget is None else check_int(size_budget, 'size_budget', 1)
 
 
 class WorkingSet:
@@ -119,7 +114,7 @@ class WorkingSet:
     def __init__(self, capacity: int, size_budget: int | None = None,
                  exempt_prefixes: Iterable[str] = ('goal', 'safety'),
                  policy: EvictionPolicy = ImportanceLRU(), log_limit: int = 10000):
-        self._capacity = _check_int(capacity, 'capacity', 1)
+        self._capacity = check_int(capacity, 'capacity', 1)
         self._size_budget = _check_size_budget(size_budget)
         if isinstance(exempt_prefixes, str):
             raise ValueError(f'exempt_prefixes: must be a sequence of strings, '
@@ -133,7 +128,7 @@ class WorkingSet:
         if not callable(getattr(policy, 'sort_key', None)):
             raise ValueError(f'policy: must have a sort_key method, got {policy!r}')
         self._policy = policy
-        self._log_limit = _check_int(log_limit, 'log_limit', 1)
+        self._log_limit = check_int(log_limit, 'log_limit', 1)
         self._tick = 0
         self._time = TimeBase()
         self._items: dict[str, Item] = {}
@@ -182,11 +177,11 @@ class WorkingSet:
 
     @tick.setter
     def tick(self, tick: int):
-        self._tick = _check_int(tick, 'tick', 0)
+        self._tick = check_int(tick, 'tick', 0)
 
     def set_limits(self, capacity: int, size_budget: int | None) -> list[EvictionRecord]:
         """Change the limits at runtime and evict to fit; return the evictions."""
-        capacity = _check_int(capacity, 'capacity', 1)
+        capacity = check_int(capacity, 'capacity', 1)
         self._size_budget = _check_size_budget(size_budget)
         self._capacity = capacity
         return self._evict_to_fit()
@@ -230,7 +225,7 @@ class WorkingSet:
                 raise ValueError(
                     f'item {key!r}: value is not JSON-serializable: {error}') from None
         else:
-            _check_int(size, f'item {key!r}: size', 0)
+            check_int(size, f'item {key!r}: size', 0)
         effective = self._time.observe(now)
         now = float(now)
         item = Item(key, value, source, importance, now if stamp is None else float(stamp),

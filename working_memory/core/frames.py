@@ -12,6 +12,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from working_memory.core.checks import check_int
 from working_memory.core.eviction import EvictionRecord
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, Item, Missing
@@ -144,9 +145,7 @@ class FrameStore:
     """The latest `keep` frozen frames by tick; thread-safe."""
 
     def __init__(self, keep: int):
-        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-            raise ValueError(f'keep: must be an integer >= 1, got {keep!r}')
-        self._keep = keep
+        self._keep = check_int(keep, 'keep', 1)
         self._lock = threading.Lock()
         self._frames: OrderedDict[int, Frame] = OrderedDict()
 

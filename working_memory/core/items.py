@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from working_memory.core.checks import is_finite_number, is_unit_interval
 
 
 class Source(str, enum.Enum):
@@ -52,8 +53,7 @@ def check_importance(importance: float | None, what: str) -> None:
     """Raise ValueError unless `importance` is None or a finite number in [0, 1]."""
     if importance is None:
         return
-    if not (isinstance(importance, (int, float)) and math.isfinite(importance)
-            and 0.0 <= importance <= 1.0):
+    if not is_unit_interval(importance):
         raise ValueError(f'{what}: importance must be in [0, 1], got {importance!r}')
 
 
@@ -91,7 +91,7 @@ class BoardEntry:
         if not self.key:
             raise ValueError('board entry: key must not be empty')
         check_importance(self.importance, f'board entry {self.key!r}')
-        if not (math.isfinite(self.ttl) and self.ttl >= 0.0):
+        if not (is_finite_number(self.ttl) and self.ttl >= 0.0):
             raise ValueError(f'board entry {self.key!r}: ttl must be >= 0 s, got {self.ttl!r}')
 
     def is_stale(self, now: float) -> bool:

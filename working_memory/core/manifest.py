@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from working_memory.core.checks import is_finite_number, is_unit_interval
 from working_memory.core.items import EventKind
 
 MAP = 'map'
@@ -341,8 +342,7 @@ def _check_type(value: Any, spec: ManifestField, where: str) -> Any:
             raise ManifestError(f'{where}: must be a list of strings, got {value!r}')
         return tuple(value)
     if spec.type == 'double':
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or not math.isfinite(value)):
+        if not is_finite_number(value):
             raise ManifestError(f'{where}: must be a finite number, got {value!r}')
         return float(value)
     if spec.type == 'integer':
@@ -361,8 +361,7 @@ def _check_pattern(pattern: str, where: str) -> None:
 
 
 def _check_weight(weight: float, where: str) -> None:
-    if (isinstance(weight, bool) or not isinstance(weight, (int, float))
-            or not 0.0 <= weight <= 1.0):
+    if not is_unit_interval(weight):
         raise ManifestError(f'{where}: must be in [0, 1], got {weight!r}')
 
 

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
-
-def is_finite_number(value: object) -> bool:
-    """Return True for a finite int or float (bool excluded)."""
-    return (not isinstance(value, bool) and isinstance(value, (int, float))
-            and math.isfinite(value))
+from working_memory.core.checks import is_finite_number
 
 
 class TimeBase:
