@@ -65,7 +65,6 @@ class Memory:
     working_set: WorkingSet
     assembler: Assembler
     frames: FrameStore
-    timebase: TimeBase
     health: Health
     grid: GridMap | None = None
     pose: tuple[float, float] | None = None
@@ -73,6 +72,11 @@ class Memory:
     last_diagnostics: float | None = None
     # Evictions caused between ticks (a smaller capacity set at runtime), published next tick.
     pending_evictions: list[EvictionRecord] = field(default_factory=list)
+
+    @property
+    def timebase(self) -> TimeBase:
+        """The one effective timeline of ticks, receipts and evictions: the working set's."""
+        return self.working_set.timebase
 
 
 class WorkingMemoryNode(LifecycleNode):
@@ -188,7 +192,6 @@ class WorkingMemoryNode(LifecycleNode):
                   else ImportanceLRU())
         working_set = WorkingSet(config.capacity, config.size_budget,
                                  config.exempt_prefixes, policy)
-        timebase = TimeBase()
         # Board changes, events and the latched map are sporadic: their silence is no fault.
         inputs = {'board': None, 'map': None, 'log': None}
         pose_topic = self._pose_topic(config)
@@ -198,9 +201,10 @@ class WorkingMemoryNode(LifecycleNode):
             inputs[config.trigger_topic] = None
         return Memory(config=config, manifests=manifests, board=BoardSnapshot(),
                       log=EventLog(config.event_log_limit), working_set=working_set,
-                      assembler=Assembler(manifests, working_set, pose_key=config.pose_key),
-                      frames=FrameStore(config.frames_kept), timebase=timebase,
-                      health=Health(inputs, timebase.observe(self._now())))
+                      assembler=Assembler(manifests, working_set, pose_key=(
+                          config.pose_key if config.pose_source == 'board' else None)),
+                      frames=FrameStore(config.frames_kept),
+                      health=Health(inputs, working_set.timebase.observe(self._now())))
 
     def _create_entities(self, config: NodeConfig) -> None:
         """Create subscriptions, publishers, services and the clock-jump handler."""
