@@ -124,6 +124,17 @@ def test_map_without_pose_or_with_pose_off_the_map_is_out_of_scope():
     assert world.assemble(3.0, pose=(1.0, 1.0)).pack('planner').map_window is not None
 
 
+def test_without_a_pose_key_a_board_pose_never_stands_in_for_the_callers_pose():
+    world = World(planner={'map': {'radius_m': 2.0}, 'board_keys': ['pose']})
+    world.assembler = Assembler(world.manifests, world.working_set, pose_key=None)
+    world.put('pose', {'x': 1.0, 'y': 1.0})
+    pack = world.assemble(1.0).pack('planner')
+    assert keys(pack) == ['pose'] and pack.map_window is None
+    assert missing(pack) == {'map': OUT_OF_SCOPE}
+    assert 'does not come from the board' in pack.missing[0].detail
+    assert world.assemble(2.0, pose=(1.0, 1.0)).pack('planner').map_window is not None
+
+
 def test_map_before_any_map_arrived_is_never_seen():
     world = World(planner={'map': {'radius_m': 2.0}})
     pack = world.assemble(1.0, grid=None, pose=(1.0, 1.0)).pack('planner')

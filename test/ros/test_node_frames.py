@@ -245,6 +245,22 @@ def pose_stamped(x, y, stamp, frame_id):
     return msg
 
 
+def test_with_a_pose_topic_a_board_pose_does_not_place_the_map_window(start_memory):
+    node, probe = start_memory({'pose_source': 'odometry'})
+    probe.wait_matched(probe.board)
+    probe.map.publish(grid_msg())
+    publish_board(probe, node, entry('pose', {'x': 1.25, 'y': 1.05, 'yaw': 0.0}))
+
+    def pose_and_map_in(frame):
+        planner = pack(frame, 'planner')
+        return 'pose' in keys(planner) and not any(
+            m.key == 'map' and 'no map' in m.detail for m in planner.missing)
+    planner = pack(probe.wait_frame(pose_and_map_in), 'planner')
+    assert planner.nearby_map.info.width == 0
+    (report,) = [m for m in planner.missing if m.key == 'map']
+    assert 'does not come from the board' in report.detail
+
+
 @pytest.mark.parametrize('source, topic, msg_type, make', [
     ('odometry', 'odom', Odometry, odometry), ('pose_stamped', 'pose', PoseStamped, pose_stamped)])
 def test_pose_topic_places_the_map_window_and_rejects_other_frames(start_memory, source, topic,

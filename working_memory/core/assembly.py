@@ -86,17 +86,19 @@ class Assembler:
         manifests: cabin name -> Manifest, in publishing order.
         working_set: the bounded set all selected items go through; the
             assembler owns it from now on (change limits via `set_limits`).
-        pose_key: board key of the robot pose, JSON `{x, y, yaw}` [m, rad].
+        pose_key: board key of the robot pose, JSON `{x, y, yaw}` [m, rad], read when
+            `assemble` gets no pose; None when the pose comes only from the caller
+            (a pose topic), so a board entry never stands in for it.
         route_key: board key of the route polyline, unless a manifest names its own.
     """
 
     def __init__(self, manifests: Mapping[str, Manifest], working_set: WorkingSet,
-                 pose_key: str = 'pose', route_key: str = 'route'):
+                 pose_key: str | None = 'pose', route_key: str = 'route'):
         if not isinstance(working_set, WorkingSet):
             raise ValueError(f'working_set: must be a WorkingSet, '
                              f'got {type(working_set).__name__}')
         for name, key in (('pose_key', pose_key), ('route_key', route_key)):
-            if not isinstance(key, str) or not key:
+            if (not isinstance(key, str) or not key) and (name, key) != ('pose_key', None):
                 raise ValueError(f'{name}: must be a non-empty board key, got {key!r}')
         self._lock = threading.Lock()
         self._manifests = _checked_manifests(manifests)
@@ -125,7 +127,8 @@ class Assembler:
                  grid: GridMap | None, pose: Any = None) -> Frame:
         """Assemble and freeze the frame of `tick` at ROS time `now` [s].
 
-        `pose` is (x, y) [m] or `{x, y}`; None reads the board's pose key.
+        `pose` is (x, y) [m] or `{x, y}`; None reads the board's pose key (no pose
+        when the assembler has none).
         `grid` None means no map has arrived yet.
         """
         if not is_finite_number(now):
@@ -152,6 +155,8 @@ class Assembler:
                 self._ws.remove(item.key)
 
     def _board_pose(self, view: BoardView, now: float) -> _Pose:
+        if self._pose_key is None:
+            return _Pose(None, 'no pose received yet (the pose does not come from the board)')
         entry = view.get(self._pose_key)
         if entry is None:
             return _Pose(None, f'no pose: board key {self._pose_key!r} never seen')
