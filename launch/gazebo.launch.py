@@ -3,12 +3,17 @@
 Gazebo Sim (ros_gz_sim) runs the given SDF world; ros_gz_bridge carries /clock
 (Gazebo -> ROS), the robot's odometry to /odom and /cmd_vel to the robot; nav2's
 map_server serves /map (latched) from a map_server YAML, by default the delivery
-world's grid (config/maps, door closed). bringup.launch.py then starts working
-memory, planner and executor, every node on sim time.
+world's grid (config/maps, door closed); mission_node publishes the delivery
+mission (goal, high-voltage zone, door on `board`, GOAL and CONSTRAINT on `log`)
+and /odom as the board pose. bringup.launch.py then starts working memory,
+planner and executor, every node on sim time. Nothing resolves `open_door`
+(the world has no door model): the door stays as mission_node's door_state says.
 
 Not exercised in this repository's tests (Gazebo is not installed there); the
 world file must hold a diff-drive robot whose odometry and command topics are
-/model/<robot>/odometry and /model/<robot>/cmd_vel (Gazebo's DiffDrive defaults).
+/model/<robot>/odometry and /model/<robot>/cmd_vel (Gazebo's DiffDrive defaults),
+and the odometry must be the map pose stamped in frame `map` (mission_node does no
+TF lookup and rejects other frames).
 """
 
 from launch import LaunchDescription
@@ -59,6 +64,9 @@ def generate_launch_description() -> LaunchDescription:
         package='nav2_lifecycle_manager', executable='lifecycle_manager',
         name='map_lifecycle_manager', output='screen',
         parameters=[{'node_names': ['map_server'], 'autostart': True}])
+    # The mission's defaults are the delivery world's; pass parameters for another layout.
+    mission = Node(
+        package='working_memory', executable='mission_node', name='mission', output='screen')
     bringup = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(PathJoinSubstitution([share, 'launch',
                                                             'bringup.launch.py'])),
@@ -69,5 +77,5 @@ def generate_launch_description() -> LaunchDescription:
         gazebo,
         # Every node below runs on Gazebo's /clock.
         GroupAction([SetParameter(name='use_sim_time', value=True),
-                     bridge, map_server, map_lifecycle, bringup]),
+                     bridge, map_server, map_lifecycle, mission, bringup]),
     ])

@@ -30,12 +30,15 @@ def test_gazebo_launch_declares_world_robot_and_map_arguments():
     assert all(argument.description for argument in arguments)
 
 
-def test_gazebo_launch_runs_bridge_map_server_and_includes_gazebo_and_bringup():
+def test_gazebo_launch_runs_bridge_map_server_mission_and_includes_gazebo_and_bringup():
     entities = load_description().entities
     group = next(entity for entity in entities if isinstance(entity, GroupAction))
     actions = group.get_sub_entities()
     packages = {action.node_package for action in actions if isinstance(action, Node)}
-    assert packages == {'ros_gz_bridge', 'nav2_map_server', 'nav2_lifecycle_manager'}
+    assert packages == {'ros_gz_bridge', 'nav2_map_server', 'nav2_lifecycle_manager',
+                        'working_memory'}
+    assert any(action.node_executable == 'mission_node' for action in actions
+               if isinstance(action, Node))
     includes = [entity for entity in [*entities, *actions]
                 if isinstance(entity, IncludeLaunchDescription)]
     assert len(includes) == 2

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from working_memory.core.items import BoardEntry, Event, EventKind
+from working_memory.sim.mission import DOOR_KEY, SOURCE, Mission, pose_entry
 
 FREE = 0
 OCCUPIED = 100
 
-SOURCE = 'world'
-DOOR_KEY = 'door:main'
-GOAL_KEY = 'goal:deliver'
-ZONE_KEY = 'safety:zone/high_voltage'
+DOCK_TARGET = 'loading_dock'
+GOAL_TAGS = ('delivery', 'navigation', 'safety')
 OPEN_DOOR = 'open_door'
 DELIVERED = 'delivered'
 PUSH = 'push'
@@ -133,6 +132,14 @@ def point_in_polygon(x: float, y: float, polygon) -> bool:
     return inside
 
 
+def delivery_mission(config: WorldConfig, door_open: bool = False) -> Mission:
+    """Return the mission of the world `config` describes: deliver to the dock, avoid the zone."""
+    x, y = config.dock
+    door_x, door_y = config.door_xy
+    return Mission(x, y, DOCK_TARGET, GOAL_TAGS, config.zone_polygon, door_x, door_y,
+                   config.door_width_m, 'open' if door_open else 'closed')
+
+
 def build_grid(config: WorldConfig) -> tuple[np.ndarray, tuple[slice, slice]]:
     """Return the occupancy grid (rows = y, int8, door closed) and the door's cell slices."""
     res = config.resolution
@@ -227,7 +234,7 @@ class DeliveryWorld:
         if not self.delivered and math.dist((self.pose.x, self.pose.y), cfg.dock) <= cfg.dock_radius_m:
             self.delivered = True
             events.append(Event(stamp=self.time, kind=EventKind.OBSERVATION, source=SOURCE,
-                                key=DELIVERED, detail=self._goal_value(), importance=1.0,
+                                key=DELIVERED, detail=self.mission.goal_value(), importance=1.0,
                                 tags=('delivery',)))
         return StepReport(collided=collided, events=tuple(events))
 
@@ -260,22 +267,18 @@ class DeliveryWorld:
             return self._failure(name, strategy, now, 'door stuck')
         return ActionOutcome(ActionResult.OPENED, (self._open_door(PUSH, now),))
 
+    @property
+    def mission(self) -> Mission:
+        """Return the mission as it stands (the door's state changes when it opens)."""
+        return delivery_mission(self.config, self.door_open)
+
     def start_events(self, now: float) -> list[Event]:
         """Return the mission's opening events: the GOAL and the zone CONSTRAINT."""
-        return [
-            Event(stamp=now, kind=EventKind.GOAL, source=SOURCE, key=GOAL_KEY,
-                  detail=self._goal_value(), importance=1.0, tags=('delivery',)),
-            Event(stamp=now, kind=EventKind.CONSTRAINT, source=SOURCE, key=ZONE_KEY,
-                  detail=self._zone_value(), importance=1.0, tags=('safety', 'delivery')),
-        ]
+        return self.mission.start_events(now)
 
     def static_entries(self, now: float) -> list[BoardEntry]:
-        """Return the board keys that change rarely: goal, zone, charging stations, door."""
-        entries = [
-            BoardEntry(GOAL_KEY, self._goal_value(), now, 1.0, 0.0, ('delivery',)),
-            BoardEntry(ZONE_KEY, self._zone_value(), now, 1.0, 0.0, ('safety', 'delivery')),
-            BoardEntry(DOOR_KEY, self._door_value(), now, 0.7, 0.0, ('delivery', 'navigation')),
-        ]
+        """Return the board keys that change rarely: goal, zone, door, charging stations."""
+        entries = self.mission.static_entries(now)
         entries += [BoardEntry(f'charging:station/{n}', {'x': x, 'y': y}, now, 0.3, 0.0,
                                ('charging',))
                     for n, (x, y) in enumerate(self.config.charging_stations)]
@@ -283,8 +286,7 @@ class DeliveryWorld:
 
     def pose_entry(self, now: float) -> BoardEntry:
         """Return the `pose` board entry (ttl 0.5 s)."""
-        value = {'x': self.pose.x, 'y': self.pose.y, 'yaw': self.pose.yaw}
-        return BoardEntry('pose', value, now, 0.6, 0.5, ('navigation',))
+        return pose_entry(self.pose.x, self.pose.y, self.pose.yaw, now)
 
     def battery_entry(self, now: float) -> BoardEntry:
         """Return the `battery` board entry (ttl 2 s)."""
@@ -372,7 +374,7 @@ class DeliveryWorld:
         self.door_open = True
         self.remote_open_at = None
         self.map_version += 1
-        detail = dict(self._door_value(), action=OPEN_DOOR, strategy=strategy)
+        detail = dict(self.mission.door_value(), action=OPEN_DOOR, strategy=strategy)
         return Event(stamp=now, kind=EventKind.OBSERVATION, source=SOURCE, key=DOOR_KEY,
                      detail=detail, importance=0.7, tags=('delivery', 'navigation'))
 
@@ -382,16 +384,3 @@ class DeliveryWorld:
                       detail={'strategy': strategy, 'reason': reason}, importance=0.8,
                       tags=('delivery',))
         return ActionOutcome(ActionResult.FAILED, (event,))
-
-    def _goal_value(self) -> dict:
-        x, y = self.config.dock
-        return {'target': 'loading_dock', 'x': x, 'y': y,
-                'tags': ['delivery', 'navigation', 'safety']}
-
-    def _zone_value(self) -> dict:
-        return {'polygon': [[x, y] for x, y in self.config.zone_polygon]}
-
-    def _door_value(self) -> dict:
-        x, y = self.config.door_xy
-        return {'state': 'open' if self.door_open else 'closed', 'x': x, 'y': y,
-                'width': self.config.door_width_m}

@@ -1,0 +1,136 @@
+"""The mission for a robot that is not the delivery simulator (Gazebo, hardware).
+
+Publishes what sim_world_node publishes as the mission owner: the static board keys
+(goal, high-voltage zone, door), the opening GOAL and CONSTRAINT events, and the
+pose from odometry. Defaults are the delivery world's (working_memory.sim.world).
+"""
+
+from __future__ import annotations
+
+from nav_msgs.msg import Odometry
+from rclpy.event_handler import PublisherEventCallbacks
+from rclpy.node import Node
+
+from working_memory.msg import BoardUpdate, LogEvent
+from working_memory.ros.conversions import board_update_msg, declare_parameters, log_event_msg
+from working_memory.ros.mission_conversions import (declare_double_array,
+                                                    planar_pose_from_odometry)
+from working_memory.ros.params import ParamSpec, ParamType, check_value
+from working_memory.ros.qos import event_log_qos, pose_qos, stream_qos
+from working_memory.ros.spin import run_node
+from working_memory.sim.mission import DOOR_STATES, Mission, polygon_from_flat, pose_entry
+from working_memory.sim.world import WorldConfig, delivery_mission
+
+_DELIVERY = delivery_mission(WorldConfig())
+
+MISSION_PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec('goal_x', ParamType.DOUBLE, _DELIVERY.goal_x, 'Goal x in the map frame [m]',
+              read_only=True),
+    ParamSpec('goal_y', ParamType.DOUBLE, _DELIVERY.goal_y, 'Goal y in the map frame [m]',
+              read_only=True),
+    ParamSpec('goal_target', ParamType.STRING, _DELIVERY.target, 'Name of the goal place',
+              read_only=True),
+    ParamSpec('goal_tags', ParamType.STRING_ARRAY, list(_DELIVERY.goal_tags),
+              'Tags of the goal: the semantic filter of every cabin', read_only=True),
+    ParamSpec('door_x', ParamType.DOUBLE, _DELIVERY.door_x, 'Door centre x [m]', read_only=True),
+    ParamSpec('door_y', ParamType.DOUBLE, _DELIVERY.door_y, 'Door centre y [m]', read_only=True),
+    ParamSpec('door_width', ParamType.DOUBLE, _DELIVERY.door_width, 'Door width [m]',
+              range=(0.01, 100.0), read_only=True),
+    ParamSpec('door_state', ParamType.STRING, _DELIVERY.door_state,
+              'Door state published on door:main', choices=DOOR_STATES, read_only=True),
+    ParamSpec('log_listeners', ParamType.INTEGER, 1,
+              'Subscribers of log to wait for before GOAL and CONSTRAINT are logged; 0 logs '
+              'them at start', range=(0, 100), read_only=True),
+    ParamSpec('map_frame', ParamType.STRING, 'map',
+              'Frame /odom must be stamped in (or empty): its pose is the map pose, no TF lookup',
+              read_only=True),
+)
+ZONE_PARAM = 'zone_polygon'
+
+
+def mission_from_values(values, zone_flat) -> Mission:
+    """Build the Mission from parameter values, raising ValueError naming the bad one."""
+    checked = {spec.name: check_value(spec, values[spec.name]) for spec in MISSION_PARAMS}
+    return Mission(checked['goal_x'], checked['goal_y'], checked['goal_target'],
+                   checked['goal_tags'], polygon_from_flat(zone_flat), checked['door_x'],
+                   checked['door_y'], checked['door_width'], checked['door_state'])
+
+
+class MissionNode(Node):
+    """Owns the mission's board keys and opening events, and republishes odometry as `pose`.
+
+    ROS Parameters: MISSION_PARAMS (goal_x, goal_y, goal_target, goal_tags, door_x,
+    door_y, door_width, door_state, log_listeners, map_frame) and zone_polygon
+    ([x0, y0, x1, y1, ...] [m]); all read-only, defaults the delivery world's.
+
+    Subscriptions:
+        /odom (nav_msgs/Odometry): pose in map_frame; each message becomes `pose`.
+
+    Publishers:
+        board (BoardUpdate): goal:deliver, safety:zone/high_voltage, door:main at start
+            and again for each new subscriber; pose {x, y, yaw} (ttl 0.5 s) per odometry.
+        log (LogEvent, latched): GOAL and CONSTRAINT once log_listeners subscribers listen.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__('mission', **kwargs)
+        values = declare_parameters(self, MISSION_PARAMS)
+        zone = declare_double_array(
+            self, ZONE_PARAM, [c for vertex in _DELIVERY.zone_polygon for c in vertex],
+            'High-voltage zone (forbidden) polygon as x0, y0, x1, y1, ... [m]')
+        self._mission = mission_from_values(values, zone)
+        self._map_frame = values['map_frame']
+        self._log_listeners = values['log_listeners']
+        self._started = False
+        self._board_pub = self.create_publisher(
+            BoardUpdate, 'board', stream_qos(),
+            event_callbacks=PublisherEventCallbacks(matched=self._on_board_matched))
+        self._log_pub = self.create_publisher(
+            LogEvent, 'log', event_log_qos(),
+            event_callbacks=PublisherEventCallbacks(matched=self._on_log_matched))
+        self.create_subscription(Odometry, '/odom', self._on_odom, pose_qos())
+        self._publish_static()
+        self._start_when_heard()
+        mission = self._mission
+        self.get_logger().info(f'mission: deliver to {mission.target} at '
+                               f'({mission.goal_x:.2f}, {mission.goal_y:.2f}) m')
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _publish_static(self) -> None:
+        now = self._now()
+        self._board_pub.publish(board_update_msg(self._mission.static_entries(now), now))
+
+    def _on_board_matched(self, info) -> None:
+        # `board` is volatile: a subscriber that matched after the start (or restarted)
+        # has never seen the static keys. The board replaces by key, so others don't mind.
+        if info.current_count_change > 0:
+            self._publish_static()
+
+    def _on_log_matched(self, info) -> None:
+        if info.current_count_change > 0:
+            self._start_when_heard()
+
+    def _start_when_heard(self) -> None:
+        # Most `log` subscribers are volatile: log the opening events once the expected
+        # listeners matched, then late joiners asking for transient local still get them.
+        if self._started or self._log_pub.get_subscription_count() < self._log_listeners:
+            return
+        self._started = True
+        for event in self._mission.start_events(self._now()):
+            self._log_pub.publish(log_event_msg(event))
+
+    def _on_odom(self, msg: Odometry) -> None:
+        try:
+            x, y, yaw = planar_pose_from_odometry(msg, self._map_frame)
+        except ValueError as error:
+            self.get_logger().warning(f'{error}; pose not published', throttle_duration_sec=1.0)
+            return
+        now = self._now()
+        self._board_pub.publish(board_update_msg([pose_entry(x, y, yaw, now)], now))
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the mission node until shutdown."""
+    return run_node(MissionNode, args)
