@@ -16,6 +16,8 @@ from working_memory.ros.conversions import (board_batch_from_msg, board_update_m
                                             context_frame_msg, event_from_msg,
                                             grid_msg_from_window, seconds_from_time,
                                             time_from_seconds)
+from working_memory.ros.decision_conversions import (decision_detail_from_msg,
+                                                     decision_status_msg)
 from working_memory.ros.executor_node import ExecutorNode
 from working_memory.ros.monitor_node import MonitorNode
 from working_memory.ros.planner_node import PlannerNode
@@ -259,3 +261,11 @@ def test_loop_closes_through_the_real_working_memory_node(start_memory, start, p
     shared = [(s.digest, planner[s.tick]) for s in probe.statuses['executor'] if s.tick in planner]
     assert shared and all(executor == planner and executor for executor, planner in shared)
     assert spin_until(lambda: any(twist.linear.x > 0.0 for twist in probe.cmd_vel))
+
+
+def test_status_detail_round_trips_and_bad_detail_names_the_status():
+    msg = decision_status_msg('executor', 5, 'd', 'follow', {'retry_policy': 'adaptive'}, 1.0)
+    assert decision_detail_from_msg(msg) == {'retry_policy': 'adaptive'}
+    msg.detail = '{oops'
+    with pytest.raises(ValueError, match="status of 'executor' tick 5: detail"):
+        decision_detail_from_msg(msg)

@@ -84,6 +84,13 @@ def decision_status_from_msg(msg) -> tuple[str, int, str, str]:
     return msg.cabin, msg.tick, msg.digest, msg.decision
 
 
+def decision_detail_from_msg(msg) -> Any:
+    """Return the decoded JSON detail of a DecisionStatus (None when empty), ValueError if bad."""
+    if not msg.detail:
+        return None
+    return json_field(msg.detail, f'status of {msg.cabin!r} tick {msg.tick}: detail')
+
+
 def twist_msg(linear: float, angular: float) -> Twist:
     """Return (v [m/s], w [rad/s]) as a planar geometry_msgs/Twist."""
     if not (math.isfinite(linear) and math.isfinite(angular)):

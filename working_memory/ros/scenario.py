@@ -7,7 +7,6 @@ the outcome on their topics and stops them.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,8 @@ from working_memory.core.items import EventKind
 from working_memory.msg import DecisionStatus, Eviction, LogEvent
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
+from working_memory.ros.decision_conversions import (decision_detail_from_msg,
+                                                     decision_status_from_msg)
 from working_memory.ros.executor_node import ExecutorNode
 from working_memory.ros.monitor_node import MonitorNode
 from working_memory.ros.node import WorkingMemoryNode
@@ -144,14 +145,17 @@ class Observer(Node):
         self.outcome.evictions += 1
 
     def _on_executor(self, msg: DecisionStatus) -> None:
-        policy = json.loads(msg.detail or '{}').get('retry_policy')
+        _, tick, _, _ = decision_status_from_msg(msg)
+        detail = decision_detail_from_msg(msg)
+        policy = detail.get('retry_policy') if isinstance(detail, dict) else None
         if policy:
             self.outcome.retry_policies.add(policy)
-        self.outcome.ticks = max(self.outcome.ticks, msg.tick)
+        self.outcome.ticks = max(self.outcome.ticks, tick)
 
     def _on_planner(self, msg: DecisionStatus) -> None:
+        _, _, _, decision = decision_status_from_msg(msg)
         counts = self.outcome.planner_decisions
-        counts[msg.decision] = counts.get(msg.decision, 0) + 1
+        counts[decision] = counts.get(decision, 0) + 1
 
 
 class Scenario:
