@@ -1,10 +1,12 @@
 """Context assembly: each tick every cabin's manifest selects its context; the frame is frozen.
 
 Per cabin the manifest selects board entries (direct reads, semantic tag
-filter), an event window and a map window. Every selected item goes through
-the working set, which forgets by value; each pack then lists only what is
-still present, and everything asked for but not served is reported with a
-reason. The whole tick runs under one lock, so all packs of a frame come from
+filter), an event window and a map window. Every selected item of every cabin
+is put into (or touched in) the working set with eviction deferred; then the
+set evicts once per tick, forgetting by value, so what goes is the tick's least
+valuable item and never one the same tick puts back. Each pack then lists only
+what is still present, and everything asked for but not served is reported
+with a reason. The whole tick runs under one lock, so all packs of a frame come from
 the same board picture and the same working set state.
 """
 
