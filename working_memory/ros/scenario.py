@@ -102,10 +102,6 @@ class Outcome:
     timed_out: bool = False
     bag_path: Path | None = None
 
-    def alarm_keys(self) -> set[str]:
-        """Return the keys of every ALARM event seen."""
-        return {key for _, key in self.alarms}
-
 
 class Observer(Node):
     """Collects the outcome from the topics the scenario's nodes publish."""
