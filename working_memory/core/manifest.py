@@ -317,11 +317,6 @@ class Manifest:
                 return weight
         return self.default_weight
 
-    @property
-    def route_key(self) -> str:
-        """Board key of the route, or '' for the assembler's default."""
-        return self.map.route_key
-
 
 def _flatten(mapping: Mapping[str, Any], where: str, prefix: str = ''):
     """Yield (dotted field name, value); nested mappings and dotted keys are the same thing."""
