@@ -340,7 +340,6 @@ def assembly_rows(side, frames, extra_keys, events_per_tick, capacity):
              f'{TICK_PERIOD_S / mean:.0f}x')]
 
 
-
 def map_window_rows(side, radius_m, windows):
     """Time window extraction on a side x side grid: ours (view, view + bytes) vs naive loop."""
     grid = random_grid(side, seed=3)
