@@ -10,11 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
 import rclpy
+from rclpy.signals import SignalHandlerOptions
 
 from working_memory.ros.scenario import DROP_CATEGORIES, Outcome, ScenarioOptions, \
     parse_drops, run_scenario
@@ -89,12 +92,15 @@ def main(argv: list[str] | None = None) -> int:
                               sim_time_limit_s=args.sim_time_limit)
     print(f'working_memory demo: delivery world seed {args.seed}, drops {drops or "none"}, '
           f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")} (loopback only)', flush=True)
-    rclpy.init(args=None)
+    # Ctrl-C ends the run between spins, so the bag is still closed and the report written.
+    interrupted = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+    rclpy.init(args=None, signal_handler_options=SignalHandlerOptions.NO)
     try:
         outcome = run_scenario(
             options, progress=lambda o, s: print(status_line(o, s), flush=True),
-            until=lambda o: (o.first_alarm_s is not None
-                             and o.sim_time_s - o.first_alarm_s >= args.after_alarm))
+            until=lambda o: interrupted.is_set() or (
+                o.first_alarm_s is not None and o.sim_time_s - o.first_alarm_s >= args.after_alarm))
     finally:
         rclpy.try_shutdown()
     print(summary(outcome, drops))

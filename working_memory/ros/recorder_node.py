@@ -104,7 +104,7 @@ class RecorderNode(Node):
             return
         self._writer.close()
         held = ', '.join(f'{count} on {topic}' for topic, count in self._writer.counts.items())
-        # After SIGINT/SIGTERM the context is down and /rosout unusable: log to the console only.
+        # After an external shutdown the context is down and /rosout unusable: console only.
         logger = self.get_logger() if self.context.ok() else rclpy.logging.get_logger('recorder')
         logger.info(f'bag {self._writer.path} closed: {held}')
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from typing import Callable
 
 import rclpy
 from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+# How often the spin loop looks at the stop flag [s]: the latency of a clean stop.
+STOP_POLL_S = 0.1
 
 
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
@@ -15,13 +21,19 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
              make_executor: Callable[[], Executor] = SingleThreadedExecutor,
              construction_errors: tuple[type[Exception], ...] = (ParameterException, ValueError),
              ) -> int:
-    """Spin the node made by `make_node` until Ctrl-C or shutdown; return the exit code.
+    """Spin the node made by `make_node` until SIGINT/SIGTERM or shutdown; return the exit code.
 
-    A node that cannot be built (one of `construction_errors`, e.g. a bad parameter)
-    logs why and exits 2 instead of running with a broken contract; `start(node)`
-    returning False (e.g. a failed lifecycle autostart) exits 1.
+    SIGINT and SIGTERM only set a stop flag: the node is destroyed (a recorder
+    closes its bag) while the context is still up, and no KeyboardInterrupt can
+    land inside rclpy's C code. A node that cannot be built (one of
+    `construction_errors`, e.g. a bad parameter) logs why and exits 2 instead of
+    running with a broken contract; `start(node)` returning False (e.g. a failed
+    lifecycle autostart) exits 1.
     """
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     try:
         node = make_node()
     except construction_errors as error:
@@ -33,11 +45,12 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     try:
         if start is not None and not start(node):
             return 1
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=STOP_POLL_S)
+    except ExternalShutdownException:
         pass
     finally:
-        executor.shutdown()
         node.destroy_node()
+        executor.shutdown()
         rclpy.try_shutdown()
     return 0
