@@ -5,8 +5,9 @@
     pack = client.assemble(tick=42)   # blocking service call, see the threading note
     why = client.explain('safety:zone/high_voltage')
 
-Part of the ROS adapter layer: message fields are read in
-ros/decision_conversions.py; this module owns the ROS entities.
+Part of the ROS adapter layer: frame and pack fields are read in
+ros/decision_conversions.py; this module owns the ROS entities and reads only
+the service replies' flat fields (success, message, present, reason, detail).
 """
 
 from __future__ import annotations
