@@ -39,7 +39,7 @@ $(BUILD)/.built: $(VENV)/.ready $(SOURCES)
 	touch $@
 
 demo: build
-	$(ROSENV) python -P -m working_memory.ros.demo $(ARGS)
+	$(ROSENV) python -P -m working_memory.demo $(ARGS)
 
 test: build
 	$(ROSENV) pytest $(PYTEST_ARGS)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from working_memory.ros.sim_params import SIM_PARAMS, sim_config_from_values
+from working_memory.sim.sim_params import SIM_PARAMS, sim_config_from_values
 
 DEFAULTS = {spec.name: spec.default for spec in SIM_PARAMS}
 

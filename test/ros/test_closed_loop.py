@@ -6,7 +6,7 @@ cabin's manifest and assert the downstream reaction on the nodes' own topics.
 
 import pytest
 
-from working_memory.ros.scenario import ScenarioOptions, parse_drops, run_scenario
+from working_memory.demo.scenario import ScenarioOptions, parse_drops, run_scenario
 from working_memory.tools import inspect
 from working_memory.tools.recording import load_recording
 from working_memory.tools.why import why

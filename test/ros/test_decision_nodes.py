@@ -16,11 +16,11 @@ from working_memory.ros.conversions import (board_batch_from_msg, board_update_m
                                             context_frame_msg, event_from_msg,
                                             grid_msg_from_window, seconds_from_time,
                                             time_from_seconds)
-from working_memory.ros.decision_conversions import (decision_detail_from_msg,
+from working_memory.decision.conversions import (decision_detail_from_msg,
                                                      decision_status_msg)
-from working_memory.ros.executor_node import ExecutorNode
-from working_memory.ros.monitor_node import MonitorNode
-from working_memory.ros.planner_node import PlannerNode
+from working_memory.decision.executor_node import ExecutorNode
+from working_memory.decision.monitor_node import MonitorNode
+from working_memory.decision.planner_node import PlannerNode
 from working_memory.ros.qos import frame_qos, stream_qos
 
 ZONE = {'polygon': [[4.0, 1.5], [6.0, 1.5], [6.0, 3.5], [4.0, 3.5]]}

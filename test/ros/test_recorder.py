@@ -16,7 +16,7 @@ from rclpy.parameter import Parameter
 
 from working_memory.msg import ContextFrame, ContextPack, Eviction, MissingItem, WorkingItem
 from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
-from working_memory.ros.recorder_node import RecorderNode
+from working_memory.tools.recorder_node import RecorderNode
 from working_memory.tools.bag import BagError
 from working_memory.tools.inspect import main as inspect_main
 from working_memory.tools.recording import load_recording

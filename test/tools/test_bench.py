@@ -1,6 +1,6 @@
 """The benchmark script keeps running: a --quick run prints every table row and target line."""
 
-from working_memory import bench
+from working_memory.bench import core as bench
 
 
 def test_quick_bench_prints_every_capacity_and_operation(capsys):

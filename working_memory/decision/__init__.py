@@ -6,7 +6,7 @@ does not exist for the decision.
 
 from working_memory.decision.executor import Action, Command, Executor, ExecutorConfig
 from working_memory.decision.monitor import TearingAlarm, TearingMonitor
-from working_memory.decision.pack import MapWindow, PackValueError, PackView
+from working_memory.core.pack_view import MapWindow, PackValueError, PackView
 from working_memory.decision.planner import (ConstraintAlarm, NoRoute, Planner, PlannerConfig,
                                              Route, check_constraints)
 

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from working_memory.core.items import EventKind, MissingReason
-from working_memory.decision.pack import PackValueError, PackView
+from working_memory.core.pack_view import PackValueError, PackView
 
 ADAPTIVE = 'adaptive'
 CONSERVATIVE = 'conservative'

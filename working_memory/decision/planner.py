@@ -17,7 +17,7 @@ import numpy as np
 
 from working_memory.core.items import Missing
 from working_memory.core.gridmap import MapWindow
-from working_memory.decision.pack import Door, PackValueError, PackView
+from working_memory.core.pack_view import Door, PackValueError, PackView
 
 SQRT2 = math.sqrt(2.0)
 # 8-connected moves: (d_row, d_col, cost in cells).

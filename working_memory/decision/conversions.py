@@ -14,7 +14,7 @@ from geometry_msgs.msg import Twist
 
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Missing, MissingReason
-from working_memory.decision.pack import PackView
+from working_memory.core.pack_view import PackView
 from working_memory.msg import ContextFrame, DecisionStatus, MissingItem
 from working_memory.ros.conversions import (event_from_msg, grid_from_msg, json_field, json_text,
                                             seconds_from_time, time_from_seconds)

@@ -22,7 +22,7 @@ from working_memory.ros.conversions import (
 from working_memory.ros.spin import run_node
 from working_memory.ros.qos import (command_qos, event_log_qos, latched_qos, map_qos,
                                     stream_qos)
-from working_memory.ros.sim_params import SIM_PARAMS, sim_config_from_values
+from working_memory.sim.sim_params import SIM_PARAMS, sim_config_from_values
 from working_memory.sim.cadence import Cadence, ChangedEntries
 from working_memory.sim.world import DeliveryWorld, WorldConfig
 
@@ -34,7 +34,7 @@ class SimWorldNode(Node):
     runs on the steady clock (period sim_dt / real_time_factor) and every
     message is stamped with world time.
 
-    ROS Parameters: see `working_memory.ros.sim_params.SIM_PARAMS` (seed,
+    ROS Parameters: see `working_memory.sim.sim_params.SIM_PARAMS` (seed,
     real_time_factor, sim_dt, rates, sensor_count, door_push_failures, ...).
 
     Subscriptions:

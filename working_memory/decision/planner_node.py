@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from working_memory.core.items import EventKind
-from working_memory.decision.pack import PackView
+from working_memory.core.pack_view import PackView
 from working_memory.decision.planner import (ConstraintAlarm, NoRoute, Planner, PlannerConfig,
                                              Route, check_constraints)
-from working_memory.ros.decision_node import DecisionNode
+from working_memory.decision.decision_node import DecisionNode
 from working_memory.ros.spin import run_node
 from working_memory.ros.params import ParamSpec, ParamType
 

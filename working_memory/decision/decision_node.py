@@ -13,11 +13,11 @@ from rclpy.node import Node
 
 from working_memory.client import WorkingMemoryClient
 from working_memory.core.items import BoardEntry, Event, EventKind
-from working_memory.decision.pack import PackView
+from working_memory.core.pack_view import PackView
 from working_memory.msg import BoardUpdate, DecisionStatus, LogEvent
 from working_memory.ros import qos
 from working_memory.ros.conversions import board_update_msg, declare_parameters, log_event_msg
-from working_memory.ros.decision_conversions import decision_status_msg
+from working_memory.decision.conversions import decision_status_msg
 from working_memory.ros.params import ParamSpec, ParamType
 
 COMMON_PARAMS: tuple[ParamSpec, ...] = (

@@ -8,10 +8,10 @@ from geometry_msgs.msg import Twist
 
 from working_memory.core.items import EventKind
 from working_memory.decision.executor import Action, Executor, ExecutorConfig
-from working_memory.decision.pack import PackView
+from working_memory.core.pack_view import PackView
 from working_memory.ros import qos
-from working_memory.ros.decision_conversions import twist_msg
-from working_memory.ros.decision_node import DecisionNode
+from working_memory.decision.conversions import twist_msg
+from working_memory.decision.decision_node import DecisionNode
 from working_memory.ros.spin import run_node
 from working_memory.ros.params import ParamSpec, ParamType
 

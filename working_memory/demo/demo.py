@@ -19,7 +19,7 @@ from pathlib import Path
 import rclpy
 from rclpy.signals import SignalHandlerOptions
 
-from working_memory.ros.scenario import DROP_CATEGORIES, Outcome, ScenarioOptions, \
+from working_memory.demo.scenario import DROP_CATEGORIES, Outcome, ScenarioOptions, \
     parse_drops, run_scenario
 from working_memory.tools import inspect
 

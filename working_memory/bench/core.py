@@ -49,7 +49,7 @@ MAP_RESOLUTION = 0.05       # [m/cell]
 WINDOW_RADIUS_M = 8.0       # [m] the planner's window: 321 x 321 cells
 QUICK_WINDOW_RADIUS_M = 1.0
 # The delivery robot's manifests (planner, executor, monitor), from the source tree.
-CONFIG = pathlib.Path(__file__).resolve().parents[1] / 'config' / 'working_memory.yaml'
+CONFIG = pathlib.Path(__file__).resolve().parents[2] / 'config' / 'working_memory.yaml'
 TICK_PERIOD_S = 0.1         # [s] a 10 Hz decision loop
 # The cabins select about 150 items a tick: 256 holds them all, 64 forces evictions every tick.
 ASSEMBLY_CAPACITIES = (256, 64)

@@ -1,6 +1,6 @@
 """The closed-loop delivery scenario in one process: simulator, working memory, decision nodes.
 
-The demo (`working_memory.ros.demo`) and the closed-loop tests both run it. Every node
+The demo (`working_memory.demo`) and the closed-loop tests both run it. Every node
 is the real one, talking over DDS on loopback; the harness only starts them, watches
 the outcome on their topics and stops them.
 """
@@ -23,14 +23,14 @@ from working_memory.core.items import EventKind
 from working_memory.msg import DecisionStatus, Eviction, LogEvent
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
-from working_memory.ros.decision_conversions import (decision_detail_from_msg,
+from working_memory.decision.conversions import (decision_detail_from_msg,
                                                      decision_status_from_msg)
-from working_memory.ros.executor_node import ExecutorNode
-from working_memory.ros.monitor_node import MonitorNode
+from working_memory.decision.executor_node import ExecutorNode
+from working_memory.decision.monitor_node import MonitorNode
 from working_memory.ros.node import WorkingMemoryNode
-from working_memory.ros.planner_node import PlannerNode
-from working_memory.ros.recorder_node import RecorderNode
-from working_memory.ros.sim_node import SimWorldNode
+from working_memory.decision.planner_node import PlannerNode
+from working_memory.tools.recorder_node import RecorderNode
+from working_memory.sim.sim_node import SimWorldNode
 
 # What `--drop CABIN:CATEGORY` removes from a manifest; any other CATEGORY is taken as a
 # raw manifest drop entry (a key, a glob, "board:<glob>", "events:<KIND>" or "map").

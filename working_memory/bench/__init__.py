@@ -1,0 +1,1 @@
+"""Benchmarks: each figure printed beside a baseline measured in the same run."""
