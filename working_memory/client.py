@@ -21,8 +21,7 @@ from rclpy.node import Node
 
 from working_memory.core.pack_view import PackView
 from working_memory.msg import ContextFrame
-from working_memory.decision.conversions import (cabin_pack_from_frame, frame_cabins,
-                                                     pack_view_from_msg)
+from working_memory.ros.conversions import cabin_pack_from_frame, frame_cabins, pack_view_from_msg
 from working_memory.ros.qos import frame_qos
 from working_memory.srv import Assemble, Explain
 

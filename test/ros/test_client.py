@@ -10,7 +10,7 @@ from rclpy.executors import MultiThreadedExecutor
 from working_memory.client import WorkingMemoryClient, WorkingMemoryError, WorkingMemoryTimeout
 from working_memory.core.items import MissingReason
 from working_memory.msg import ContextFrame, ContextPack, MissingItem, WorkingItem
-from working_memory.decision.conversions import cabin_pack_from_frame
+from working_memory.ros.conversions import cabin_pack_from_frame
 from working_memory.ros.qos import frame_qos
 from working_memory.srv import Assemble, Explain
 

@@ -13,9 +13,10 @@ from rclpy.parameter import Parameter
 
 from working_memory.core.items import EventKind
 from working_memory.msg import BoardUpdate, LogEvent
-from working_memory.ros.conversions import board_batch_from_msg, event_from_msg, odometry_msg
-from working_memory.sim.mission_node import MissionNode
+from working_memory.ros.conversions import board_batch_from_msg, event_from_msg
 from working_memory.ros.qos import stream_qos
+from working_memory.sim.conversions import odometry_msg
+from working_memory.sim.mission_node import MissionNode
 from working_memory.sim.world import WorldConfig, delivery_mission
 
 DELIVERY = delivery_mission(WorldConfig())

@@ -14,8 +14,8 @@ from working_memory.core.items import BoardEntry, Event, EventKind
 from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent, MissingItem
 from working_memory.ros import qos
-from working_memory.ros.conversions import (board_update_msg, log_event_msg, odometry_msg,
-                                            time_from_seconds)
+from working_memory.ros.conversions import board_update_msg, log_event_msg, time_from_seconds
+from working_memory.sim.conversions import odometry_msg
 
 OBSTACLE = (10, 12)  # (row, col) of the one occupied cell
 

@@ -10,7 +10,8 @@ from std_msgs.msg import Empty
 
 from working_memory.core.items import BoardEntry
 from working_memory.msg import ContextFrame
-from working_memory.ros.conversions import board_update_msg, clock_msg, seconds_from_time
+from working_memory.ros.conversions import board_update_msg, seconds_from_time
+from working_memory.sim.conversions import clock_msg
 from working_memory.srv import Assemble
 
 TICK_HZ = 20.0

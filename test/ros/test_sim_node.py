@@ -15,10 +15,10 @@ from std_msgs.msg import String
 
 from working_memory.core.items import Event, EventKind
 from working_memory.msg import BoardUpdate, LogEvent
-from working_memory.ros.conversions import (
-    board_batch_from_msg, event_from_msg, grid_from_msg, json_from_string_msg, log_event_msg,
-    pose_from_odometry, seconds_from_time)
+from working_memory.ros.conversions import (board_batch_from_msg, event_from_msg, grid_from_msg,
+                                            log_event_msg, pose_from_odometry, seconds_from_time)
 from working_memory.ros.qos import latched_qos, map_qos, stream_qos
+from working_memory.sim.conversions import json_from_string_msg
 from working_memory.sim.sim_node import SimWorldNode
 from working_memory.sim.world import WorldConfig
 

@@ -1,4 +1,4 @@
-"""Immutable view of one cabin's frozen pack, as decision logic reads it (no ROS types)."""
+"""Immutable view of one cabin's frozen pack, as a consumer (a planner, an executor) reads it (no ROS types)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,6 @@ from working_memory.core.items import Event, EventKind, Missing, MissingReason
 
 class PackValueError(ValueError):
     """A pack value a decision needs is absent or malformed; the message names the key."""
-
-
-@dataclass(frozen=True)
-class Door:
-    """A door as the board describes it: open or closed, center (x, y) [m], width [m] if given."""
-
-    key: str
-    is_open: bool
-    x: float
-    y: float
-    width_m: float | None
 
 
 @dataclass(frozen=True)
@@ -75,25 +64,6 @@ class PackView:
         if not all(math.isfinite(part) for part in pose):
             raise PackValueError(f'{key}: x, y and yaw must be finite, got {value!r}')
         return pose
-
-    def door(self, key: str) -> Door | None:
-        """Return the door value {"state": "open"|"closed", "x", "y", "width"?} of `key`.
-
-        None when the pack has no such key. Raises PackValueError naming the key when
-        the value is malformed: a door a decision cannot read must not be guessed at.
-        """
-        value = self.values.get(key)
-        if value is None:
-            return None
-        x, y, _ = self.pose(key)
-        state = value.get('state')
-        width = value.get('width')
-        if state not in ('open', 'closed'):
-            raise PackValueError(f'{key}.state: expected "open" or "closed", got {state!r}')
-        if width is not None and not (isinstance(width, (int, float)) and math.isfinite(width)
-                                      and width > 0.0):
-            raise PackValueError(f'{key}.width: expected > 0 m, got {width!r}')
-        return Door(key, state == 'open', x, y, None if width is None else float(width))
 
     def keys_matching(self, pattern: str) -> list[str]:
         """Return the pack's board keys matching glob `pattern`, sorted."""

@@ -18,6 +18,7 @@ import numpy as np
 
 from working_memory.core.items import EventKind, MissingReason
 from working_memory.core.pack_view import PackValueError, PackView
+from working_memory.decision.doors import door_from_pack
 
 ADAPTIVE = 'adaptive'
 CONSERVATIVE = 'conservative'
@@ -163,7 +164,7 @@ class Executor:
             pose = pack.pose(self.config.pose_key)
             route = pack.value(self.config.route_key)
             waypoints = route_waypoints(self.config.route_key, route)
-            door = pack.door(self.config.door_key)
+            door = door_from_pack(pack, self.config.door_key)
         except PackValueError as err:
             return self._stop(HOLD, dict(base, reason=str(err)))
         base['route_tick'] = route.get('tick')

@@ -20,17 +20,17 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import String
 
 from working_memory.core.items import EventKind
+from working_memory.decision.conversions import decision_detail_from_msg, decision_status_from_msg
+from working_memory.decision.executor_node import ExecutorNode
+from working_memory.decision.monitor_node import MonitorNode
+from working_memory.decision.planner_node import PlannerNode
 from working_memory.msg import DecisionStatus, Eviction, LogEvent
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
-from working_memory.decision.conversions import (decision_detail_from_msg,
-                                                     decision_status_from_msg)
-from working_memory.decision.executor_node import ExecutorNode
-from working_memory.decision.monitor_node import MonitorNode
 from working_memory.ros.node import WorkingMemoryNode
-from working_memory.decision.planner_node import PlannerNode
-from working_memory.tools.recorder_node import RecorderNode
+from working_memory.sim.conversions import json_from_string_msg
 from working_memory.sim.sim_node import SimWorldNode
+from working_memory.tools.recorder_node import RecorderNode
 
 # What `--drop CABIN:CATEGORY` removes from a manifest; any other CATEGORY is taken as a
 # raw manifest drop entry (a key, a glob, "board:<glob>", "events:<KIND>" or "map").
@@ -121,7 +121,7 @@ class Observer(Node):
                                  qos.stream_qos(10))
 
     def _on_sim_status(self, msg: String) -> None:
-        self.status = conv.json_from_string_msg(msg, '/sim_world/status')
+        self.status = json_from_string_msg(msg, '/sim_world/status')
 
     def _on_log(self, msg: LogEvent) -> None:
         try:

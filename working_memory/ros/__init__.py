@@ -1,1 +1,1 @@
-"""ROS 2 adapter: the only package that touches rclpy and message types."""
+"""The product's ROS face: the working-memory lifecycle node, its parameters, diagnostics, QoS."""

@@ -1,9 +1,10 @@
 """Conversions between ROS messages and core types: the only module that touches message fields.
 
 Sections: time, board, log, map, pose, frames, services, parameters, diagnostics,
-simulator. Input conversions raise ValueError naming the message field at fault,
-so the node can log the rejection and count it; output conversions never fail
-on core types.
+board owners, frames in (the client's PackView): the working_memory messages and the
+inputs the node itself reads; the simulator and the reference cabins convert their own.
+Input conversions raise ValueError naming the message field at fault, so the node can
+log the rejection and count it; output conversions never fail on core types.
 """
 
 from __future__ import annotations
@@ -18,19 +19,18 @@ from typing import Any
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from nav_msgs.msg import OccupancyGrid, Odometry
+from nav_msgs.msg import OccupancyGrid
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_policy_name_from_kind
-from rosgraph_msgs.msg import Clock
-from std_msgs.msg import String
 
 from working_memory.core.eviction import CAPACITY, EvictionRecord
 from working_memory.core.explain import Explanation
 from working_memory.core.frames import Frame, Pack
 from working_memory.core.gridmap import GridMap, MapWindow
-from working_memory.core.items import BoardEntry, Event, EventKind, Item, Missing
+from working_memory.core.items import BoardEntry, Event, EventKind, Item, Missing, MissingReason
+from working_memory.core.pack_view import PackView
 from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction, LogEvent,
                                 MissingItem, WorkingItem)
@@ -186,17 +186,6 @@ def _xy_in_frame(header, pose, map_frame: str, topic: str) -> tuple[float, float
 def pose_from_odometry(msg, map_frame: str) -> tuple[float, float]:
     """Return (x, y) [m] of a nav_msgs/Odometry given in `map_frame`."""
     return _xy_in_frame(msg.header, msg.pose.pose, map_frame, 'odom')
-
-
-def planar_pose_from_odometry(msg, map_frame: str) -> tuple[float, float, float]:
-    """Return (x [m], y [m], yaw [rad]) of a nav_msgs/Odometry given in `map_frame`."""
-    x, y = pose_from_odometry(msg, map_frame)
-    q = msg.pose.pose.orientation
-    if not all(math.isfinite(c) for c in (q.x, q.y, q.z, q.w)):
-        raise ValueError(f'odom: pose.orientation must be finite, got ({q.x}, {q.y}, {q.z}, {q.w})')
-    # Heading about z of a unit quaternion (roll and pitch are ignored on a planar robot).
-    yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
-    return x, y, yaw
 
 
 def pose_from_pose_stamped(msg, map_frame: str) -> tuple[float, float]:
@@ -392,10 +381,9 @@ def incompatible_qos_policy(info) -> str:
     """Return the policy name of a QoS incompatibility event (e.g. 'DURABILITY')."""
     return qos_policy_name_from_kind(info.last_policy_kind)
 
-# -- simulator and board owners (outbound) ---------------------------------
-# What the delivery-world simulator publishes and consumes. board_update_msg
-# serves every board owner (planner `route`, executor `action:current`);
-# log_event_msg above serves every event producer.
+# -- board owners (outbound) -----------------------------------------------
+# board_update_msg serves every board owner (the simulator, planner `route`,
+# executor `action:current`); log_event_msg above serves every event producer.
 
 
 def duration_from_seconds(seconds: float) -> Duration:
@@ -420,37 +408,52 @@ def board_update_msg(entries, stamp: float, removed_keys=()) -> BoardUpdate:
     return msg
 
 
-def clock_msg(seconds: float) -> Clock:
-    """Return sim time [s] as a rosgraph_msgs/Clock."""
-    return Clock(clock=time_from_seconds(seconds))
+# -- frames in (the client side) ------------------------------------------
+
+_REASON_FROM_MSG = {getattr(MissingItem, reason.value): reason for reason in MissingReason}
 
 
-def odometry_msg(x: float, y: float, yaw: float, v: float, w: float, stamp: float,
-                 frame_id: str, child_frame_id: str) -> Odometry:
-    """Return a planar pose ([m], yaw [rad]) and velocity (v [m/s], w [rad/s]) as Odometry."""
-    msg = Odometry(child_frame_id=child_frame_id)
-    msg.header.stamp = time_from_seconds(stamp)
-    msg.header.frame_id = frame_id
-    pose = msg.pose.pose
-    pose.position.x, pose.position.y = x, y
-    pose.orientation.z, pose.orientation.w = math.sin(yaw / 2.0), math.cos(yaw / 2.0)
-    msg.twist.twist.linear.x, msg.twist.twist.angular.z = v, w
-    return msg
+def pack_view_from_msg(msg, frame_digest: str | None) -> PackView:
+    """Return a ContextPack as a PackView; `frame_digest` is the digest of its ContextFrame."""
+    where = f'pack {msg.cabin!r} tick {msg.tick}'
+    stamp = seconds_from_time(msg.header.stamp)
+    values = {item.key: json_field(item.value, f'{where}: items[{item.key!r}].value')
+              for item in msg.items}
+    events = []
+    for index, event in enumerate(msg.recent_events):
+        try:
+            events.append(event_from_msg(event, stamp))
+        except ValueError as error:
+            raise ValueError(f'{where}: recent_events[{index}] {error}') from None
+    missing = []
+    for item in msg.missing:
+        reason = _REASON_FROM_MSG.get(item.reason)
+        if reason is None:
+            raise ValueError(f'{where}: missing[{item.key!r}].reason {item.reason} is not one of '
+                             f'{sorted(_REASON_FROM_MSG)}')
+        missing.append(Missing(item.key, reason, item.detail))
+    window = None
+    if msg.nearby_map.info.width and msg.nearby_map.info.height:
+        try:
+            grid = grid_from_msg(msg.nearby_map, msg.nearby_map.header.frame_id)
+        except ValueError as error:
+            raise ValueError(f'{where}: nearby_{error}') from None
+        window = MapWindow(grid.data, grid.origin, grid.resolution)
+    return PackView(cabin=msg.cabin, tick=msg.tick, stamp=stamp, digest=msg.digest,
+                    frame_digest=frame_digest, values=values, events=tuple(events),
+                    missing=tuple(missing), map_window=window)
 
 
-def twist_from_msg(msg) -> tuple[float, float]:
-    """Return (v [m/s], w [rad/s]) of a geometry_msgs/Twist, raising ValueError if not finite."""
-    v, w = msg.linear.x, msg.angular.z
-    if not (math.isfinite(v) and math.isfinite(w)):
-        raise ValueError(f'cmd_vel: linear.x and angular.z must be finite, got {v}, {w}')
-    return v, w
+def cabin_pack_from_frame(msg: ContextFrame, cabin: str) -> PackView | None:
+    """Return `cabin`'s pack of a ContextFrame as a PackView, None when the frame has none."""
+    for pack in msg.packs:
+        if pack.cabin == cabin:
+            if pack.tick != msg.tick:
+                raise ValueError(f'frame tick {msg.tick}: pack {cabin!r} has tick {pack.tick}')
+            return pack_view_from_msg(pack, msg.digest)
+    return None
 
 
-def json_string_msg(value: Any) -> String:
-    """Return a JSON-able value as a std_msgs/String (canonical compact JSON)."""
-    return String(data=json_text(value))
-
-
-def json_from_string_msg(msg, what: str) -> Any:
-    """Parse a std_msgs/String holding JSON, raising ValueError naming `what`."""
-    return json_field(msg.data, what)
+def frame_cabins(msg: ContextFrame) -> list[str]:
+    """Return the cabin names of a ContextFrame's packs."""
+    return [pack.cabin for pack in msg.packs]

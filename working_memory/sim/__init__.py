@@ -1,1 +1,1 @@
-"""Lightweight deterministic delivery world standing in for Gazebo (pure Python + numpy, no rclpy)."""
+"""The delivery world standing in for Gazebo: pure world and mission, and their nodes."""

@@ -13,11 +13,11 @@ from rclpy.node import Node
 
 from working_memory.msg import BoardUpdate, LogEvent
 from working_memory.ros.conversions import (board_update_msg, declare_double_array,
-                                            declare_parameters, log_event_msg,
-                                            planar_pose_from_odometry)
+                                            declare_parameters, log_event_msg)
 from working_memory.ros.params import ParamSpec, ParamType, check_value
 from working_memory.ros.qos import event_log_qos, pose_qos, stream_qos
 from working_memory.ros.spin import run_node
+from working_memory.sim.conversions import planar_pose_from_odometry
 from working_memory.sim.mission import DOOR_STATES, Mission, polygon_from_flat, pose_entry
 from working_memory.sim.world import WorldConfig, delivery_mission
 

@@ -16,14 +16,13 @@ from std_msgs.msg import String
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, EventKind
 from working_memory.msg import BoardUpdate, LogEvent
-from working_memory.ros.conversions import (
-    board_update_msg, clock_msg, declare_parameters, event_from_msg, grid_msg_from_window,
-    json_string_msg, log_event_msg, odometry_msg, twist_from_msg)
+from working_memory.ros.conversions import (board_update_msg, declare_parameters, event_from_msg,
+                                            grid_msg_from_window, log_event_msg)
+from working_memory.ros.qos import command_qos, event_log_qos, latched_qos, map_qos, stream_qos
 from working_memory.ros.spin import run_node
-from working_memory.ros.qos import (command_qos, event_log_qos, latched_qos, map_qos,
-                                    stream_qos)
-from working_memory.sim.sim_params import SIM_PARAMS, sim_config_from_values
 from working_memory.sim.cadence import Cadence, ChangedEntries
+from working_memory.sim.conversions import clock_msg, json_string_msg, odometry_msg, twist_from_msg
+from working_memory.sim.sim_params import SIM_PARAMS, sim_config_from_values
 from working_memory.sim.world import DeliveryWorld, WorldConfig
 
 

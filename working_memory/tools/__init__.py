@@ -1,4 +1,4 @@
-"""Offline tools: rosbag2 reading/writing of working-memory topics and the wm-inspect CLI.
+"""Offline tools: rosbag2 reading/writing, wm-inspect and its report, and the recorder node.
 
-Nothing here needs rclpy: `pip install working_memory[tools]` is enough to inspect a bag.
+Only recorder_node needs rclpy: `pip install working_memory[tools]` is enough to inspect a bag.
 """
