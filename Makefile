@@ -3,9 +3,17 @@
 
 SHELL := /bin/bash
 PYTHON ?= python3
+# The upstream ROS 2 tools no registry carries (launch, launch_ros, launch_testing,
+# launch_pytest, the ros2 CLI, rosidl_runtime_py): installed from this folder when it
+# exists (CI has it beside the clone); without it the launch and CLI tests skip.
+ROS_WHEELS ?= $(wildcard $(abspath ../shared/wheels))
+WHEEL_FILES := $(if $(ROS_WHEELS),$(sort $(wildcard $(ROS_WHEELS)/*.whl)))
 # The venv lives outside the source tree: CMake refuses exported include paths
-# (numpy's, from the venv) that sit inside the package's source directory.
-VENV ?= $(HOME)/.cache/working_memory/venv-$(shell cksum < tools/requirements.txt | cut -d' ' -f1)
+# (numpy's, from the venv) that sit inside the package's source directory. Its name
+# hashes what is installed into it, so a venv with the tools is never one without.
+VENV_KEY := $(shell { cat tools/requirements.txt tools/requirements-rostools.txt; \
+	echo $(notdir $(WHEEL_FILES)); } | cksum | cut -d' ' -f1)
+VENV ?= $(HOME)/.cache/working_memory/venv-$(VENV_KEY)
 export WM_VENV := $(VENV)
 BUILD ?= .build
 export WM_BUILD := $(BUILD)
@@ -22,10 +30,14 @@ all: test
 
 setup: $(VENV)/.ready
 
-$(VENV)/.ready: tools/requirements.txt tools/fix_cmake_paths.py
+$(VENV)/.ready: tools/requirements.txt tools/requirements-rostools.txt tools/fix_cmake_paths.py
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -r tools/requirements.txt
+ifneq ($(WHEEL_FILES),)
+	$(VENV)/bin/pip install --quiet -r tools/requirements-rostools.txt
+	$(VENV)/bin/pip install --quiet --no-deps $(WHEEL_FILES)
+endif
 	$(VENV)/bin/python tools/fix_cmake_paths.py
 	touch $@
 
@@ -36,6 +48,7 @@ $(BUILD)/.built: $(VENV)/.ready $(SOURCES)
 		--build-base $(BUILD)/build --install-base $(BUILD)/install \
 		--symlink-install --event-handlers console_cohesion- summary- \
 		--cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE=$(abspath $(VENV))/bin/python
+	echo $(abspath $(VENV)) > $(BUILD)/venv
 	touch $@
 
 demo: build
