@@ -5,21 +5,15 @@ import pathlib
 import numpy as np
 import yaml
 
-from working_memory.sim.map_files import MAP_STEM, write_world_map
+from working_memory.sim.map_files import MAP_STEM, read_map_image, write_world_map
 from working_memory.sim.world import OCCUPIED, DeliveryWorld
 
 PACKAGED = pathlib.Path(__file__).resolve().parents[2] / 'config' / 'maps'
 
 
-def read_pgm(path):
-    header, _, rest = path.read_bytes().partition(b'\n255\n')
-    width, height = map(int, header.split()[1:3])
-    return np.frombuffer(rest, dtype=np.uint8).reshape(height, width)
-
-
 def test_map_read_back_like_map_server_equals_the_world_grid(tmp_path):
     meta = yaml.safe_load(write_world_map(tmp_path).read_text())
-    pixels = read_pgm(tmp_path / meta['image'])
+    pixels = read_map_image(tmp_path / meta['image'])
     # map_server trinary: occupancy = (255 - pixel) / 255, image row 0 is the top (max y).
     occupied = np.flipud((255 - pixels.astype(float)) / 255.0 > meta['occupied_thresh'])
     free = np.flipud((255 - pixels.astype(float)) / 255.0 < meta['free_thresh'])

@@ -1,6 +1,7 @@
 """gazebo.launch.py loads: its arguments are declared and it runs Gazebo, the bridge and map_server.
 
 Only the description is built (no process starts); skipped where launch_ros is not installed.
+Its defaults are the packaged world's: the file, the robot's name and its bridged topics.
 """
 
 import importlib.util
@@ -10,10 +11,15 @@ import pytest
 
 pytest.importorskip('launch_ros')
 
+from launch import LaunchContext  # noqa: E402
 from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription  # noqa: E402
+from launch.utilities import perform_substitutions  # noqa: E402
 from launch_ros.actions import Node  # noqa: E402
 
-LAUNCH_FILE = pathlib.Path(__file__).resolve().parents[2] / 'launch' / 'gazebo.launch.py'
+from working_memory.sim.sdf_world import COMMAND_TOPIC, ODOMETRY_TOPIC, ROBOT_MODEL  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LAUNCH_FILE = ROOT / 'launch' / 'gazebo.launch.py'
 
 
 def load_description():
@@ -42,3 +48,22 @@ def test_gazebo_launch_runs_bridge_map_server_mission_and_includes_gazebo_and_br
     includes = [entity for entity in [*entities, *actions]
                 if isinstance(entity, IncludeLaunchDescription)]
     assert len(includes) == 2
+
+
+def test_gazebo_launch_defaults_to_the_packaged_world_and_bridges_its_robot_topics():
+    entities = load_description().entities
+    defaults = {entity.name: entity.default_value for entity in entities
+                if isinstance(entity, DeclareLaunchArgument)}
+    context = LaunchContext()
+    world = pathlib.Path(perform_substitutions(context, defaults['world']))
+    assert world.read_text() == (ROOT / 'config' / 'worlds' / 'delivery_world.sdf').read_text()
+    assert perform_substitutions(context, defaults['robot']) == ROBOT_MODEL
+    context.launch_configurations['robot'] = ROBOT_MODEL
+    group = next(entity for entity in entities if isinstance(entity, GroupAction))
+    bridge = next(action for action in group.get_sub_entities()
+                  if isinstance(action, Node) and action.node_package == 'ros_gz_bridge')
+    # cmd[0] is the executable, found only where ros_gz_bridge is installed.
+    specs = [perform_substitutions(context, part) for part in bridge.cmd[1:4]]
+    assert specs == ['/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock',
+                     f'{ODOMETRY_TOPIC}@nav_msgs/msg/Odometry[gz.msgs.Odometry',
+                     f'{COMMAND_TOPIC}@geometry_msgs/msg/Twist]gz.msgs.Twist']

@@ -25,6 +25,13 @@ def map_image(grid: np.ndarray) -> np.ndarray:
     return np.flipud(pixels)
 
 
+def read_map_image(path: pathlib.Path) -> np.ndarray:
+    """Return the pixels of a binary PGM (P5, maxval 255) as written by `write_map_files`."""
+    header, _, pixels = path.read_bytes().partition(b'\n255\n')
+    width, height = map(int, header.split()[1:3])
+    return np.frombuffer(pixels, dtype=np.uint8).reshape(height, width)
+
+
 def write_map_files(grid: np.ndarray, resolution: float, origin: tuple[float, float],
                     directory: pathlib.Path, stem: str = MAP_STEM) -> pathlib.Path:
     """Write `<stem>.pgm` and `<stem>.yaml` into `directory`; return the YAML path.
