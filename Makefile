@@ -24,7 +24,7 @@ export ROS_DOMAIN_ID ?= 42
 SOURCES := $(shell find working_memory msg srv launch config -type f ! -name '*.pyc' 2>/dev/null) \
 	CMakeLists.txt package.xml
 
-.PHONY: all setup build demo test bench clean
+.PHONY: all setup build demo test bench bench-ros clean
 
 all: test
 
@@ -59,6 +59,10 @@ test: build
 
 bench: build
 	$(ROSENV) python -P -m working_memory.bench $(ARGS)
+
+# The node and raw-rclpy baselines as separate processes on loopback (about 5 minutes).
+bench-ros: build
+	$(ROSENV) python -P -m working_memory.bench.ros_bench $(ARGS)
 
 clean:
 	rm -rf $(BUILD)

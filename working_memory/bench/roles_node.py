@@ -1,0 +1,310 @@
+"""The processes of the ROS-level benchmark: load, probe, plain baselines, service client.
+
+Run one role per process (`python -m working_memory.bench.roles_node ROLE ...`); the
+orchestrator (`bench/ros_bench.py`) starts them on loopback in a domain of its own and
+reads the JSON each writes. The plain baselines are what raw rclpy costs for the same
+traffic: a node that subscribes the same inputs and publishes the same serialized
+ContextFrame per tick, and a service that returns a captured Assemble response.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import struct
+import sys
+import time
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from nav_msgs.msg import OccupancyGrid
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.serialization import deserialize_message, serialize_message
+
+from working_memory.core.items import BoardEntry
+from working_memory.msg import BoardUpdate, ContextFrame, LogEvent
+from working_memory.ros import qos
+from working_memory.ros.conversions import board_update_msg, time_from_seconds
+from working_memory.srv import Assemble
+
+FRAME_TOPIC = '/working_memory/frame'
+CAPTURE_SETTLE_S = 3.0  # [s]
+# A CDR-serialized message starts with a 4-byte encapsulation header; ContextFrame's
+# first field is its std_msgs/Header, whose stamp (int32 sec, uint32 nanosec) follows.
+_STAMP = struct.Struct('<iI')
+
+
+def _stamp_of(serialized: bytes) -> float:
+    sec, nanosec = _STAMP.unpack_from(serialized, 4)
+    return sec + nanosec * 1e-9
+
+
+def _write(path: str, result: dict) -> None:
+    with open(path, 'w', encoding='utf-8') as stream:
+        json.dump(result, stream)
+
+
+def _spin_until(node: Node, done, timeout_s: float) -> None:
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    executor.remove_node(node)
+
+
+def _spin_for(node: Node, seconds: float) -> None:
+    _spin_until(node, lambda: False, seconds)
+
+
+def _mission_entries(now: float) -> list[BoardEntry]:
+    return [
+        BoardEntry('goal:deliver', {'target': 'dock', 'x': 17.0, 'y': 3.0,
+                                    'tags': ['delivery', 'navigation', 'safety']},
+                   now, importance=1.0, tags=('delivery',)),
+        BoardEntry('safety:zone/high_voltage',
+                   {'polygon': [[12.0, 3.5], [15.0, 3.5], [15.0, 5.5], [12.0, 5.5]]},
+                   now, importance=1.0, tags=('safety', 'delivery')),
+        BoardEntry('battery', {'level': 0.9}, now, importance=0.2, tags=('power',)),
+        BoardEntry('action:current', {'name': 'drive', 'strategy': 'follow', 'attempt': 1},
+                   now, importance=0.7, tags=('delivery',)),
+    ]
+
+
+class Load(Node):
+    """Publish the map once (latched) and board updates at `rate` [Hz], one changed key each."""
+
+    def __init__(self, rate: float, keys: int, map_side: int, resolution: float):
+        super().__init__('bench_load')
+        self._board = self.create_publisher(BoardUpdate, 'board', qos.input_qos())
+        self._map = self.create_publisher(OccupancyGrid, 'map', qos.map_qos())
+        self._keys, self._sent, self._rate = keys, 0, rate
+        grid = OccupancyGrid()
+        grid.header.frame_id = 'map'
+        grid.info.resolution = resolution
+        grid.info.width = grid.info.height = map_side
+        grid.info.origin.orientation.w = 1.0
+        cells = np.zeros((map_side, map_side), dtype=np.int8)
+        cells[:, ::max(1, map_side // 20)] = 100  # walls every 5 % of the side
+        grid.data = cells.tobytes()
+        self._map.publish(grid)
+        # Board updates are volatile: the mission and pose are re-published every second so
+        # a subscriber that matches late still has them (as a real board owner does).
+        self.create_timer(1.0, self._publish_mission)
+        self._publish_mission()
+        self._started = time.monotonic()
+        if rate > 0:
+            self.create_timer(1.0 / rate, self._publish_one)
+
+    def _publish_mission(self) -> None:
+        now = time.time()
+        pose = BoardEntry('pose', {'x': 2.0, 'y': 6.0, 'yaw': 0.0}, now, importance=0.6,
+                          tags=('navigation',))
+        self._board.publish(board_update_msg([*_mission_entries(now), pose], now))
+
+    def flood(self, seconds: float) -> None:
+        """Publish as fast as this process can for `seconds` [s]."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self._publish_one()
+            if self._sent % 1000 == 0:
+                self._publish_mission()
+
+    def _publish_one(self) -> None:
+        now = time.time()
+        index = self._sent % max(1, self._keys)
+        entry = BoardEntry(f'sensor:{index}', {'reading': math.sin(self._sent)}, now,
+                           importance=0.05, ttl=1.0, tags=('sensor',))
+        self._board.publish(board_update_msg([entry], now))
+        self._sent += 1
+
+    def result(self) -> dict:
+        """Return what was sent and the achieved rate."""
+        elapsed = time.monotonic() - self._started
+        return {'sent': self._sent, 'elapsed_s': elapsed}
+
+
+class Probe(Node):
+    """Take frames serialized (no decoding cost) and record latency, interval and size."""
+
+    def __init__(self, topic: str):
+        super().__init__('bench_probe')
+        self.latency_ms: list[float] = []
+        self.receipt: list[float] = []
+        self.sizes: list[int] = []
+        self.board_received: list[tuple[float, int]] = []  # (time [s], node's board.received)
+        self.create_subscription(ContextFrame, topic, self._on_frame, qos.frame_qos(), raw=True)
+        self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics,
+                                 qos.diagnostics_qos())
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            for value in status.values:
+                if value.key == 'board.received':
+                    self.board_received.append((time.monotonic(), int(value.value)))
+
+    def _on_frame(self, serialized: bytes) -> None:
+        now = time.time()
+        self.latency_ms.append((now - _stamp_of(serialized)) * 1e3)
+        self.receipt.append(now)
+        self.sizes.append(len(serialized))
+
+    def result(self) -> dict:
+        """Return the recorded samples (the first frame, a latched one, is dropped)."""
+        return {'latency_ms': self.latency_ms[1:], 'receipt': self.receipt[1:],
+                'sizes': self.sizes[1:], 'board_received': self.board_received}
+
+
+class PlainFrames(Node):
+    """A plain node: the same inputs subscribed (stored only), a same-size frame per tick."""
+
+    def __init__(self, frame_file: str, tick_hz: float):
+        super().__init__('working_memory_plain')
+        with open(frame_file, 'rb') as stream:
+            self._frame = deserialize_message(stream.read(), ContextFrame)
+        self._latest: dict[str, object] = {}
+        self.board_received = 0
+        self.create_subscription(BoardUpdate, 'board', self._on_board, qos.input_qos())
+        self.create_subscription(LogEvent, 'log', lambda m: self._latest.update(log=m),
+                                 qos.input_qos())
+        self.create_subscription(OccupancyGrid, 'map', lambda m: self._latest.update(map=m),
+                                 qos.map_qos())
+        self._publisher = self.create_publisher(ContextFrame, FRAME_TOPIC, qos.frame_qos())
+        self.create_timer(1.0 / tick_hz, self._on_tick)
+
+    def _on_board(self, msg: BoardUpdate) -> None:
+        self._latest['board'] = msg
+        self.board_received += 1
+
+    def _on_tick(self) -> None:
+        self._frame.tick += 1
+        self._frame.header.stamp = time_from_seconds(time.time())
+        self._publisher.publish(self._frame)
+
+
+class PlainAssemble(Node):
+    """A plain Assemble service returning a captured response."""
+
+    def __init__(self, response_file: str, service: str):
+        super().__init__('bench_plain_assemble')
+        with open(response_file, 'rb') as stream:
+            self._response = deserialize_message(stream.read(), Assemble.Response)
+        self.create_service(Assemble, service, lambda request, response: self._response)
+
+
+def capture(frame_file: str, response_prefix: str, service: str, cabins: list[str],
+            timeout_s: float) -> dict:
+    """Save one frame and each cabin's Assemble response, serialized; return their sizes."""
+    node = rclpy.create_node('bench_capture')
+    frames: list[bytes] = []
+    node.create_subscription(ContextFrame, FRAME_TOPIC, frames.append, qos.frame_qos(), raw=True)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    deadline = time.monotonic() + timeout_s
+    while not frames and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.1)
+    # The load re-publishes the mission every second: after a few seconds every cabin's
+    # pack holds what the benchmark's manifests select (the map window included).
+    settled = time.monotonic() + CAPTURE_SETTLE_S
+    while time.monotonic() < min(settled, deadline):
+        executor.spin_once(timeout_sec=0.1)
+    if not frames:
+        raise RuntimeError(f'no frame on {FRAME_TOPIC} within {timeout_s} s')
+    with open(frame_file, 'wb') as stream:
+        stream.write(frames[-1])
+    client = node.create_client(Assemble, service)
+    if not client.wait_for_service(timeout_sec=timeout_s):
+        raise RuntimeError(f'{service} not available')
+    sizes = {'frame': len(frames[-1])}
+    for cabin in cabins:
+        future = client.call_async(Assemble.Request(cabin=cabin, tick=0))
+        executor.spin_until_future_complete(future, timeout_sec=timeout_s)
+        response = future.result()
+        if response is None or not response.success:
+            raise RuntimeError(f'{service} {cabin}: {response and response.message}')
+        data = serialize_message(response)
+        with open(f'{response_prefix}{cabin}.cdr', 'wb') as stream:
+            stream.write(data)
+        sizes[cabin] = len(data)
+    node.destroy_node()
+    return sizes
+
+
+def round_trips(service: str, cabin: str, calls: int, timeout_s: float) -> dict:
+    """Call `service` `calls` times one after the other; return the round-trip times [ms]."""
+    node = rclpy.create_node('bench_rtt')
+    client = node.create_client(Assemble, service)
+    if not client.wait_for_service(timeout_sec=timeout_s):
+        raise RuntimeError(f'{service} not available')
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    rtt = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        future = client.call_async(Assemble.Request(cabin=cabin, tick=0))
+        executor.spin_until_future_complete(future, timeout_sec=timeout_s)
+        if future.result() is None:
+            raise RuntimeError(f'{service}: no answer within {timeout_s} s')
+        rtt.append((time.perf_counter() - started) * 1e3)
+    node.destroy_node()
+    return {'rtt_ms': rtt[min(10, calls // 10):]}  # drop the warm-up calls
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one role; write its result as JSON to --out."""
+    parser = argparse.ArgumentParser(prog='python -m working_memory.bench.roles_node')
+    parser.add_argument('role', choices=['load', 'flood', 'probe', 'plain', 'plain_assemble',
+                                         'capture', 'rtt'])
+    parser.add_argument('--out', required=True)
+    parser.add_argument('--duration', type=float, default=10.0)
+    parser.add_argument('--rate', type=float, default=1000.0)
+    parser.add_argument('--keys', type=int, default=30)
+    parser.add_argument('--map-side', type=int, default=4000)
+    parser.add_argument('--resolution', type=float, default=0.05)
+    parser.add_argument('--tick-hz', type=float, default=100.0)
+    parser.add_argument('--frame-file', default='')
+    parser.add_argument('--response-prefix', default='')
+    parser.add_argument('--service', default='/working_memory/assemble')
+    parser.add_argument('--cabin', default='planner')
+    parser.add_argument('--calls', type=int, default=300)
+    args = parser.parse_args(argv)
+    rclpy.init()
+    try:
+        if args.role in ('load', 'flood'):
+            node = Load(args.rate if args.role == 'load' else 0.0, args.keys, args.map_side,
+                        args.resolution)
+            if args.role == 'flood':
+                _spin_for(node, 0.5)
+                node.flood(args.duration)
+            else:
+                _spin_for(node, args.duration)
+            result = node.result()
+        elif args.role == 'probe':
+            node = Probe(FRAME_TOPIC)
+            _spin_until(node, lambda: bool(node.receipt), 20.0)
+            _spin_for(node, args.duration)
+            result = node.result()
+        elif args.role == 'plain':
+            node = PlainFrames(args.frame_file, args.tick_hz)
+            _spin_for(node, args.duration)
+            result = {'board_received': node.board_received}
+        elif args.role == 'plain_assemble':
+            node = PlainAssemble(args.response_prefix + args.cabin + '.cdr', args.service)
+            _spin_for(node, args.duration)
+            result = {}
+        elif args.role == 'capture':
+            result = capture(args.frame_file, args.response_prefix, args.service,
+                             ['planner', 'executor', 'monitor'], args.duration)
+        else:
+            result = round_trips(args.service, args.cabin, args.calls, args.duration)
+        _write(args.out, result)
+    finally:
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
