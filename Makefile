@@ -24,7 +24,7 @@ export ROS_DOMAIN_ID ?= 42
 SOURCES := $(shell find working_memory msg srv launch config -type f ! -name '*.pyc' 2>/dev/null) \
 	CMakeLists.txt package.xml
 
-.PHONY: all setup build demo test bench bench-ros clean
+.PHONY: all setup build demo test lint bench bench-ros clean
 
 all: test
 
@@ -56,6 +56,10 @@ demo: build
 
 test: build
 	$(ROSENV) pytest $(PYTEST_ARGS)
+
+# The lint and package.xml checks alone (`make test` and `colcon test` run them too).
+lint: build
+	$(ROSENV) pytest -q test/test_flake8.py test/test_pep257.py test/test_package_xml.py
 
 bench: build
 	$(ROSENV) python -P -m working_memory.bench $(ARGS)
