@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import gc
 import math
-import pathlib
 import random
 import time
 from array import array
@@ -32,6 +31,7 @@ from working_memory.core.eviction import WorkingSet
 from working_memory.core.gridmap import GridMap
 from working_memory.core.items import BoardEntry, Event, EventKind
 from working_memory.core.manifest import load_manifests
+from working_memory.ros.share import share_path
 
 CAPACITIES = (64, 1_000, 10_000, 100_000)
 QUICK_CAPACITIES = (16, 64)
@@ -48,8 +48,8 @@ QUICK_MAP_SIDE = 200
 MAP_RESOLUTION = 0.05       # [m/cell]
 WINDOW_RADIUS_M = 8.0       # [m] the planner's window: 321 x 321 cells
 QUICK_WINDOW_RADIUS_M = 1.0
-# The delivery robot's manifests (planner, executor, monitor), from the source tree.
-CONFIG = pathlib.Path(__file__).resolve().parents[2] / 'config' / 'working_memory.yaml'
+# The delivery robot's manifests (planner, executor, monitor).
+CONFIG = share_path('config', 'working_memory.yaml')
 TICK_PERIOD_S = 0.1         # [s] a 10 Hz decision loop
 # The cabins select about 150 items a tick: 256 holds them all, 64 forces evictions every tick.
 ASSEMBLY_CAPACITIES = (256, 64)

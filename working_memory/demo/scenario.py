@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from rclpy.executors import Executor, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.node import Node
@@ -28,6 +27,7 @@ from working_memory.msg import DecisionStatus, Eviction, LogEvent
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
 from working_memory.ros.node import WorkingMemoryNode
+from working_memory.ros.share import share_path
 from working_memory.sim.conversions import json_from_string_msg
 from working_memory.sim.sim_node import SimWorldNode
 from working_memory.tools.recorder_node import RecorderNode
@@ -60,10 +60,7 @@ def parse_drops(specs: list[str]) -> dict[str, tuple[str, ...]]:
 
 def default_params_file() -> Path:
     """Return the installed config/working_memory.yaml (the source tree's when not installed)."""
-    try:
-        return Path(get_package_share_directory('working_memory')) / 'config' / 'working_memory.yaml'
-    except PackageNotFoundError:
-        return Path(__file__).resolve().parents[2] / 'config' / 'working_memory.yaml'
+    return share_path('config', 'working_memory.yaml')
 
 
 @dataclass(frozen=True)
