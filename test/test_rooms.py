@@ -21,10 +21,10 @@ PACKAGE_DIR = pathlib.Path(working_memory.core.__file__).resolve().parents[1]
 LEVELS = {'core': 0, 'ros': 1, 'client': 2, 'decision': 3, 'sim': 3, 'tools': 3, 'bench': 3,
           'demo': 4}
 ROS_FACES = {'node', 'qos', 'spin', 'conversions', 'client'}
-ROS_MODULES = ('rclpy', 'rosidl_parser', 'rosidl_runtime_py', 'rcl_interfaces', 'builtin_interfaces',
-               'std_msgs', 'nav_msgs', 'geometry_msgs', 'diagnostic_msgs', 'lifecycle_msgs',
-               'rosgraph_msgs', 'visualization_msgs', 'launch', 'working_memory.msg',
-               'working_memory.srv')
+ROS_MODULES = ('rclpy', 'rosidl_parser', 'rosidl_runtime_py', 'rcl_interfaces',
+               'builtin_interfaces', 'std_msgs', 'nav_msgs', 'geometry_msgs', 'diagnostic_msgs',
+               'lifecycle_msgs', 'rosgraph_msgs', 'visualization_msgs', 'launch',
+               'working_memory.msg', 'working_memory.srv')
 # ament_index_python is not listed: it is a pure-Python file lookup (tools/bag.py tries it and
 # falls back to the source tree when it is not installed).
 

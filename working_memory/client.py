@@ -169,7 +169,7 @@ class WorkingMemoryClient:
         with self._lock:
             previous, self._latest = self._latest, view
         if previous is not None and (previous.tick, previous.frame_digest) == (view.tick,
-                                                                                view.frame_digest):
+                                                                               view.frame_digest):
             return
         if self._on_pack is not None:
             self._on_pack(view)

@@ -13,7 +13,7 @@ from working_memory.core.board import BoardSnapshot
 from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import WorkingSet
 from working_memory.core.frames import FrameStore, pack_digest
-from working_memory.core.gridmap import UNKNOWN, GridMap
+from working_memory.core.gridmap import GridMap, UNKNOWN
 from working_memory.core.items import BoardEntry, Event, EventKind, MissingReason, Source
 from working_memory.core.manifest import Manifest
 

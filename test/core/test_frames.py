@@ -32,12 +32,12 @@ def test_same_content_gives_the_same_digest_whatever_the_tick_or_last_use():
 
 
 @pytest.mark.parametrize('changed', [
-    dict(items=[item('a', {'x': [1, 3]})]),
-    dict(items=[item('a', {'x': [1, 2]}, stale=True)]),
-    dict(items=[item('a', {'x': [1, 2]}, importance=0.9)]),
-    dict(items=[item('a', {'x': [1, 2]})], missing=[Missing('pose', MissingReason.STALE)]),
-    dict(items=[item('a', {'x': [1, 2]})], events=[Event(1.0, EventKind.FAILURE, seq=3)]),
-    dict(items=[item('a', {'x': [1, 2]})], window=grid().window(2, 2, 1)),
+    {'items': [item('a', {'x': [1, 3]})]},
+    {'items': [item('a', {'x': [1, 2]}, stale=True)]},
+    {'items': [item('a', {'x': [1, 2]}, importance=0.9)]},
+    {'items': [item('a', {'x': [1, 2]})], 'missing': [Missing('pose', MissingReason.STALE)]},
+    {'items': [item('a', {'x': [1, 2]})], 'events': [Event(1.0, EventKind.FAILURE, seq=3)]},
+    {'items': [item('a', {'x': [1, 2]})], 'window': grid().window(2, 2, 1)},
 ])
 def test_any_content_change_changes_the_digest(changed):
     base = pack(1, [item('a', {'x': [1, 2]})], grid().window(1, 1, 1))

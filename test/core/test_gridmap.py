@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from working_memory.core.gridmap import UNKNOWN, GridMap, as_route
+from working_memory.core.gridmap import GridMap, UNKNOWN, as_route
 
 
 def numbered_grid(height, width, origin=(0.0, 0.0), resolution=1.0):
-    """A grid whose cells hold distinct values (mod 100), so any wrong slice shows."""
+    """Return a grid whose cells hold distinct values (mod 100), so any wrong slice shows."""
     data = (np.arange(height * width) % 100).astype(np.int8).reshape(height, width)
     return GridMap(data, origin, resolution)
 

@@ -14,7 +14,7 @@ def due_times(cadence, step_ns, until_ns):
 
 def test_cadence_is_due_first_then_once_per_period():
     assert due_times(Cadence(10.0), 20 * MS, 500 * MS) == [0, 100 * MS, 200 * MS, 300 * MS,
-                                                            400 * MS, 500 * MS]
+                                                           400 * MS, 500 * MS]
 
 
 def test_cadence_after_a_gap_is_due_once_and_keeps_its_grid():

@@ -6,7 +6,7 @@ import numpy as np
 import yaml
 
 from working_memory.sim.map_files import MAP_STEM, read_map_image, write_world_map
-from working_memory.sim.world import OCCUPIED, DeliveryWorld
+from working_memory.sim.world import DeliveryWorld, OCCUPIED
 
 PACKAGED = pathlib.Path(__file__).resolve().parents[2] / 'config' / 'maps'
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from working_memory.core.items import EventKind
 from working_memory.sim.world import (
-    FREE, OCCUPIED, ActionResult, DeliveryWorld, WorldConfig, point_in_polygon)
+    ActionResult, DeliveryWorld, FREE, OCCUPIED, WorldConfig, point_in_polygon)
 
 DT = 0.05
 

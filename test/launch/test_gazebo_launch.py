@@ -12,7 +12,8 @@ import pytest
 pytest.importorskip('launch_ros')
 
 from launch import LaunchContext  # noqa: E402
-from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription  # noqa: E402
+from launch.actions import (DeclareLaunchArgument, GroupAction,  # noqa: E402
+                            IncludeLaunchDescription)
 from launch.utilities import perform_substitutions  # noqa: E402
 from launch_ros.actions import Node  # noqa: E402
 

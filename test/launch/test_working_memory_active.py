@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip('launch_testing')
 
-import launch_testing.actions  # noqa: E402
+import launch_testing.actions  # noqa: E402, I100
 import launch_testing.asserts  # noqa: E402
 import rclpy  # noqa: E402
 from launch import LaunchDescription  # noqa: E402

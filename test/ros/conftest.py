@@ -26,7 +26,7 @@ _namespaces = itertools.count()
 
 @pytest.fixture(scope='module')
 def context():
-    """An initialised rclpy context of this test module, in the domain of ROS_DOMAIN_ID."""
+    """Yield an initialised rclpy context of this test module, in the domain of ROS_DOMAIN_ID."""
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
     yield context
@@ -35,7 +35,7 @@ def context():
 
 @pytest.fixture
 def executor(context):
-    """The executor arrangement the node runs in (`make_executor`), shut down after the test."""
+    """Yield the executor arrangement the node runs in (`make_executor`), shut down after."""
     executor = make_executor(context)
     yield executor
     executor.shutdown()
@@ -46,7 +46,7 @@ def executor(context):
 
 @pytest.fixture
 def add_node(executor):
-    """Return add_node(node) -> node: spin `node` with the test's executor, destroy it after."""
+    """Return add(node) -> node: spin `node` with the test's executor, destroy it after."""
     def add(node):
         executor.add_node(node)
         return node
@@ -55,7 +55,7 @@ def add_node(executor):
 
 @pytest.fixture
 def spin_until(executor):
-    """Return spin_until(predicate, timeout=SPIN_LIMIT_S, on_spin=None) -> bool.
+    """Return spin(predicate, timeout=SPIN_LIMIT_S, on_spin=None) -> bool.
 
     Spins the executor until `predicate()` holds (True) or `timeout` [s] of
     wall time passes (False); `on_spin()` runs before every spin step.
@@ -74,7 +74,7 @@ def spin_until(executor):
 
 @pytest.fixture
 def namespace():
-    """A namespace of this test's own, so no endpoint of an earlier test can match."""
+    """Return a namespace of this test's own, so no endpoint of an earlier test can match."""
     return f'/wm_test_{os.getpid()}_{next(_namespaces)}'
 
 

@@ -178,7 +178,7 @@ def test_refused_request_raises_with_the_nodes_reason(context, multithreaded, wm
 
 
 def test_explain_from_a_callback_under_a_multithreaded_executor(context, multithreaded, frames,
-                                                                  wm_namespace):
+                                                                wm_namespace):
     FakeServices(multithreaded(rclpy.create_node('fake_wm', context=context)), wm_namespace)
     answers, done = [], threading.Event()
 

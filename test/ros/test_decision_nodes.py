@@ -11,16 +11,16 @@ from working_memory.core.frames import make_frame, make_pack
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import (BoardEntry, Event, EventKind, Item, Missing, MissingReason,
                                        Source)
+from working_memory.decision.conversions import (decision_detail_from_msg,
+                                                 decision_status_msg)
+from working_memory.decision.executor_node import ExecutorNode
+from working_memory.decision.monitor_node import MonitorNode
+from working_memory.decision.planner_node import PlannerNode
 from working_memory.msg import BoardUpdate, ContextFrame, DecisionStatus, LogEvent
 from working_memory.ros.conversions import (board_batch_from_msg, board_update_msg,
                                             context_frame_msg, event_from_msg,
                                             grid_msg_from_window, seconds_from_time,
                                             time_from_seconds)
-from working_memory.decision.conversions import (decision_detail_from_msg,
-                                                     decision_status_msg)
-from working_memory.decision.executor_node import ExecutorNode
-from working_memory.decision.monitor_node import MonitorNode
-from working_memory.decision.planner_node import PlannerNode
 from working_memory.ros.qos import frame_qos, stream_qos
 
 ZONE = {'polygon': [[4.0, 1.5], [6.0, 1.5], [6.0, 3.5], [4.0, 3.5]]}
@@ -30,7 +30,7 @@ ROUTE = {'waypoints': [[1.0, 2.5], [9.0, 2.5]], 'reaches_goal': True, 'tick': 1,
 
 
 def room():
-    """A 10 m x 5 m room (0.1 m cells) with walls, as a map window at the origin."""
+    """Return a 10 m x 5 m room with walls, 0.1 m cells, as a map window at the origin."""
     grid = np.zeros((50, 100), dtype=np.int8)
     grid[0, :] = grid[-1, :] = grid[:, 0] = grid[:, -1] = 100
     return MapWindow(grid, (0.0, 0.0), 0.1)
@@ -98,7 +98,7 @@ def probe(context, add_node, namespace):
 
 @pytest.fixture
 def start(context, add_node, namespace):
-    """Return start(NodeClass, **params): a decision node in this test's namespace.
+    """Return make(NodeClass, **params): a decision node in this test's namespace.
 
     Its default working_memory_namespace is relative: it reads `<namespace>/working_memory/frame`.
     """
@@ -196,7 +196,7 @@ def test_executor_is_conservative_when_failures_were_dropped(start, probe, spin_
 
 
 def test_monitor_alarms_when_a_cabin_reports_another_digest_for_the_tick(start, probe,
-                                                                        spin_until):
+                                                                         spin_until):
     msg, digest = frame(8, monitor={})
     probe.frames.publish(msg)
     start(MonitorNode)

@@ -21,7 +21,7 @@ OBSTACLE = (10, 12)  # (row, col) of the one occupied cell
 
 
 def grid_msg(width=40, height=30, resolution=0.1):
-    """A free width x height map at the origin with one occupied cell at OBSTACLE."""
+    """Return a free width x height map at the origin with one occupied cell at OBSTACLE."""
     cells = bytearray(width * height)
     cells[OBSTACLE[0] * width + OBSTACLE[1]] = 100
     msg = OccupancyGrid()
@@ -114,7 +114,7 @@ def test_removed_board_key_leaves_the_next_frames(start_memory):
 
 
 def test_late_subscriber_gets_the_latched_current_frame(start_memory, context, add_node,
-                                                         spin_until, namespace):
+                                                        spin_until, namespace):
     node, probe = start_memory()
     probe.wait_frame()
     node.trigger_deactivate()   # no new frames: the latched one is the last published
@@ -264,7 +264,7 @@ def test_with_a_pose_topic_a_board_pose_does_not_place_the_map_window(start_memo
 @pytest.mark.parametrize('source, topic, msg_type, make', [
     ('odometry', 'odom', Odometry, odometry), ('pose_stamped', 'pose', PoseStamped, pose_stamped)])
 def test_pose_topic_places_the_map_window_and_rejects_other_frames(start_memory, source, topic,
-                                                                    msg_type, make):
+                                                                   msg_type, make):
     node, probe = start_memory({'pose_source': source})
     pose = probe.node.create_publisher(msg_type, topic, 10)
     probe.map.publish(grid_msg())

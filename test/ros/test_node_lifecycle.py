@@ -83,7 +83,7 @@ def test_shutdown_from_active_releases_everything(start_memory):
     ({'manifests_file': '/nonexistent/manifests.yaml'}, '/nonexistent/manifests.yaml'),
 ])
 def test_bad_parameter_fails_configure_with_a_log_line_naming_it(start_memory, capfd,
-                                                                  params, named):
+                                                                 params, named):
     node, _ = start_memory(params, configure=False)
     assert node.trigger_configure() == FAILURE
     assert state_id(node) == State.PRIMARY_STATE_UNCONFIGURED

@@ -16,9 +16,9 @@ from rclpy.parameter import Parameter
 
 from working_memory.msg import ContextFrame, ContextPack, Eviction, MissingItem, WorkingItem
 from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
-from working_memory.tools.recorder_node import RecorderNode
 from working_memory.tools.bag import BagError
 from working_memory.tools.inspect import main as inspect_main
+from working_memory.tools.recorder_node import RecorderNode
 from working_memory.tools.recording import load_recording
 
 FRAME_TOPIC = '/working_memory/frame'
@@ -102,7 +102,8 @@ def test_recorder_writes_every_frame_eviction_and_diagnostic(context, executor, 
     assert recording.frame(2).packs['planner'].item('battery').importance == 0.3
     assert recording.frame(4).packs['planner'].missing[0].reason == 'EVICTED'
     (evicted,) = recording.evictions
-    assert (evicted.tick, evicted.key, evicted.reason, evicted.age) == (3, 'battery', 'CAPACITY', 2.0)
+    expected = (3, 'battery', 'CAPACITY', 2.0)
+    assert (evicted.tick, evicted.key, evicted.reason, evicted.age) == expected
     (diagnostic,) = recording.diagnostics
     assert (diagnostic.level, diagnostic.values) == ('ERROR', {'exempt_overflow': 'True'})
     assert inspect_main([str(recorder.bag_path), '--why', 'battery']) == 0

@@ -94,7 +94,7 @@ def start_stack(context, namespace, add_node, spin_until):
 
 @pytest.fixture
 def stack(start_stack):
-    """The simulator with default parameters, a probe and spin_until."""
+    """Return the simulator with default parameters, a probe and spin_until."""
     return start_stack()
 
 

@@ -7,7 +7,7 @@ import pytest
 from ament_index_python.packages import get_package_share_directory
 from rosbags.rosbag2 import Reader
 
-from working_memory.tools.bag import FRAME_TYPE, BagError, BagReader, BagWriter
+from working_memory.tools.bag import BagError, BagReader, BagWriter, FRAME_TYPE
 from working_memory.tools.recording import load_recording
 
 

@@ -11,7 +11,7 @@ from builtin_interfaces.msg import Time
 from rclpy.serialization import serialize_message
 
 from working_memory.msg import ContextFrame, ContextPack, Eviction, WorkingItem
-from working_memory.tools.bag import EVICTION_TYPE, FRAME_TYPE, BagWriter
+from working_memory.tools.bag import BagWriter, EVICTION_TYPE, FRAME_TYPE
 from working_memory.tools.inspect import main
 from working_memory.tools.recording import load_recording
 from working_memory.tools.series import tick_series
@@ -216,12 +216,12 @@ def test_report_needs_a_png_or_html_file(synthetic_bag, capsys):
 
 
 def test_inspect_reads_bags_without_rclpy(synthetic_bag, tmp_path):
-    script = textwrap.dedent(f'''
+    script = textwrap.dedent(f"""
         import sys
         sys.modules['rclpy'] = None  # any import of rclpy now fails
         from working_memory.tools.inspect import main
         sys.exit(main([{str(synthetic_bag)!r}, '--why', 'battery', '--cabin', 'planner']))
-    ''')
+    """)
     result = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
                             cwd=tmp_path, env=dict(os.environ), timeout=60)
     assert result.returncode == 0, result.stderr

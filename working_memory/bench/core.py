@@ -133,7 +133,7 @@ class LRUBaseline:
         self.cache[key] = value
 
     def touch(self, key, now):
-        """A read moves the key to most recently used."""
+        """Read the key, which moves it to most recently used."""
         self.cache[key]  # noqa: B018 - the read is the operation
 
 
@@ -385,7 +385,6 @@ def time_calls(function, arguments):
                 function(*args)
             best = min(best, time.perf_counter() - start)
     return best / len(arguments)
-
 
 
 def format_table(header, rows):

@@ -39,7 +39,7 @@ CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
 
 
 def percentile(samples: list[float], q: float) -> float:
-    """Return the q-th percentile (0..100) of `samples`; NaN when there are none."""
+    """Return the q-th percentile of `samples`, q in 0..100; NaN when there are none."""
     return float(np.percentile(samples, q)) if samples else float('nan')
 
 

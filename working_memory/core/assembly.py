@@ -434,8 +434,8 @@ def _want(wanted: dict, key: str, source: Source, value: Any, stamp: float, impo
     if previous is not None:
         importance = max(importance, previous['importance'])
         exempt = exempt or previous['exempt']
-    wanted[key] = dict(value=value, importance=importance, source=source, stamp=stamp,
-                       exempt=exempt)
+    wanted[key] = {'value': value, 'importance': importance, 'source': source, 'stamp': stamp,
+                   'exempt': exempt}
 
 
 def _summarise(key: str, absent: list[Missing], why_none: str,
@@ -453,7 +453,7 @@ def _summarise(key: str, absent: list[Missing], why_none: str,
 
 def _filtered(key: str, tags: Iterable[str], include: frozenset[str],
               exclude: frozenset[str]) -> Missing:
-    """The report for an item the semantic tag filter left out."""
+    """Return the report for an item the semantic tag filter left out."""
     excluded = sorted(set(tags) & exclude)
     if excluded:
         detail = f'left out by tag filter: tags {excluded} excluded'

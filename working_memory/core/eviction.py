@@ -95,8 +95,9 @@ class WorkingSet:
     `set_limits` the lowest item by `policy` is evicted until at most
     `capacity` items remain and their serialized values fit `size_budget`
     [bytes]; a `put(defer_eviction=True)` leaves that to a later
-    `evict_to_fit()`, so a batch of puts evicts once. Exempt items (key starts with one of `exempt_prefixes`, or put
-    with `exempt=True`) are kept outside the eviction heap, so every heap entry
+    `evict_to_fit()`, so a batch of puts evicts once. Exempt items (key starts
+    with one of `exempt_prefixes`, or put with `exempt=True`) are kept outside
+    the eviction heap, so every heap entry
     is a legal victim; when exempt items alone exceed a limit they are all kept
     and `capacity_alarm` is raised.
 

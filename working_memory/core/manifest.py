@@ -58,7 +58,7 @@ MANIFEST_FIELDS = (
     ManifestField('map.corridor_m', 'double', 0.0,
                   'Half-width [m] of the corridor around the route; 0 means no corridor.'),
     ManifestField('map.route_key', 'string', '',
-                  'Board key of the route polyline; empty means the node\'s route key.'),
+                  "Board key of the route polyline; empty means the node's route key."),
     ManifestField('events.window_s', 'double', 0.0,
                   'Length [s] of the event window ending now; 0 means no events.'),
     ManifestField('events.max_count', 'integer', 0,

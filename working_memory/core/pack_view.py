@@ -1,4 +1,4 @@
-"""Immutable view of one cabin's frozen pack, as a consumer (a planner, an executor) reads it (no ROS types)."""
+"""Immutable view of one cabin's frozen pack, as a planner or an executor reads it; no ROS types."""
 
 from __future__ import annotations
 

@@ -12,5 +12,5 @@ from working_memory.decision.planner import (ConstraintAlarm, NoRoute, Planner, 
                                              Route, check_constraints)
 
 __all__ = ['Action', 'Command', 'ConstraintAlarm', 'Door', 'Executor', 'ExecutorConfig',
-           'MapWindow', 'NoRoute', 'PackValueError', 'PackView', 'Planner', 'PlannerConfig', 'Route',
-           'TearingAlarm', 'TearingMonitor', 'check_constraints', 'door_from_pack']
+           'MapWindow', 'NoRoute', 'PackValueError', 'PackView', 'Planner', 'PlannerConfig',
+           'Route', 'TearingAlarm', 'TearingMonitor', 'check_constraints', 'door_from_pack']

@@ -14,10 +14,10 @@ from rclpy.node import Node
 from working_memory.client import WorkingMemoryClient
 from working_memory.core.items import BoardEntry, Event, EventKind
 from working_memory.core.pack_view import PackView
+from working_memory.decision.conversions import decision_status_msg
 from working_memory.msg import BoardUpdate, DecisionStatus, LogEvent
 from working_memory.ros import qos
 from working_memory.ros.conversions import board_update_msg, declare_parameters, log_event_msg
-from working_memory.decision.conversions import decision_status_msg
 from working_memory.ros.params import ParamSpec, ParamType
 
 COMMON_PARAMS: tuple[ParamSpec, ...] = (
@@ -88,4 +88,3 @@ class DecisionNode(Node):
 
     def _on_pack(self, view: PackView) -> None:
         self.decide(view, self.now())
-

@@ -7,13 +7,13 @@ from typing import Any
 from geometry_msgs.msg import Twist
 
 from working_memory.core.items import EventKind
-from working_memory.decision.executor import Action, Executor, ExecutorConfig
 from working_memory.core.pack_view import PackView
-from working_memory.ros import qos
 from working_memory.decision.conversions import twist_msg
 from working_memory.decision.decision_node import DecisionNode
-from working_memory.ros.spin import run_node
+from working_memory.decision.executor import Action, Executor, ExecutorConfig
+from working_memory.ros import qos
 from working_memory.ros.params import ParamSpec, ParamType
+from working_memory.ros.spin import run_node
 
 ACTION_KEY = 'action:current'
 
@@ -50,9 +50,9 @@ class ExecutorNode(DecisionNode):
         _positive('door_stop_m', 0.9,
                   'Stop this close to a closed door and request it to open [m]'),
         _positive('retry_backoff_s', 4.0,
-                 'Adaptive policy: wait this long for a door outcome before asking again [s]'),
+                  'Adaptive policy: wait this long for a door outcome before asking again [s]'),
         _positive('conservative_backoff_s', 12.0,
-                 'Conservative policy (failures dropped): time between two pushes [s]'),
+                  'Conservative policy (failures dropped): time between two pushes [s]'),
         _positive('pack_timeout_s', 1.0, 'Stop the robot when no new pack came for this long [s]'),
     )
 

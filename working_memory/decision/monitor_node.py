@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from working_memory.core.items import EventKind
-from working_memory.decision.monitor import TearingAlarm, TearingMonitor
 from working_memory.core.pack_view import PackView
-from working_memory.msg import DecisionStatus
-from working_memory.ros import qos
 from working_memory.decision.conversions import decision_status_from_msg
 from working_memory.decision.decision_node import DecisionNode
-from working_memory.ros.spin import run_node
+from working_memory.decision.monitor import TearingAlarm, TearingMonitor
+from working_memory.msg import DecisionStatus
+from working_memory.ros import qos
 from working_memory.ros.params import ParamSpec, ParamType
+from working_memory.ros.spin import run_node
 
 TEARING_KEY = 'tearing'
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from working_memory.core.items import Missing
 from working_memory.core.gridmap import MapWindow
+from working_memory.core.items import Missing
 from working_memory.core.pack_view import PackValueError, PackView
 from working_memory.decision.doors import Door, door_from_pack
 
@@ -141,7 +141,8 @@ class Planner:
             return NoRoute(f'no map window in the {pack.cabin} pack of tick {pack.tick}')
         try:
             start, goal = pack.point(self.config.pose_key), pack.point(self.config.goal_key)
-            doors = [door_from_pack(pack, key) for key in pack.keys_matching(self.config.door_prefix + '*')]
+            doors = [door_from_pack(pack, key)
+                     for key in pack.keys_matching(self.config.door_prefix + '*')]
         except PackValueError as err:
             return NoRoute(str(err))
         passable, closeness = self._passable(

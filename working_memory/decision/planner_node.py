@@ -6,11 +6,11 @@ from typing import Any
 
 from working_memory.core.items import EventKind
 from working_memory.core.pack_view import PackView
+from working_memory.decision.decision_node import DecisionNode
 from working_memory.decision.planner import (ConstraintAlarm, NoRoute, Planner, PlannerConfig,
                                              Route, check_constraints)
-from working_memory.decision.decision_node import DecisionNode
-from working_memory.ros.spin import run_node
 from working_memory.ros.params import ParamSpec, ParamType
+from working_memory.ros.spin import run_node
 
 ROUTE_KEY = 'route'
 ALARM_KEY = 'constraint_validation'

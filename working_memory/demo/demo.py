@@ -1,8 +1,8 @@
 """The main job: the closed-loop delivery, headless, with a bag, a report and a summary.
 
-    make demo                                   # drop nothing: the delivery succeeds
-    make demo ARGS="--drop planner:constraints" # the planner raises a constraint alarm
-    make demo ARGS="--drop executor:failures"   # the executor's retry policy degrades
+make demo                                   # drop nothing: the delivery succeeds
+make demo ARGS="--drop planner:constraints" # the planner raises a constraint alarm
+make demo ARGS="--drop executor:failures"   # the executor's retry policy degrades
 """
 
 from __future__ import annotations

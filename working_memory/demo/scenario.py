@@ -187,7 +187,7 @@ class Scenario:
             progress: Callable[[Outcome, dict], None] | None = None,
             progress_period_s: float = 1.0,
             until: Callable[[Outcome], bool] | None = None) -> Outcome:
-        """Run until delivered (+ settle time), `until(outcome)` holds or a limit; return the outcome.
+        """Run until delivered (+ settle time), `until(outcome)` holds or a limit; return it.
 
         Raises RuntimeError when the working-memory node does not configure or activate.
         """
@@ -212,7 +212,8 @@ class Scenario:
                     next_progress += progress_period_s
                 if outcome.delivered and delivered_at is None:
                     delivered_at = outcome.sim_time_s
-                if delivered_at is not None and outcome.sim_time_s - delivered_at >= options.settle_s:
+                if (delivered_at is not None
+                        and outcome.sim_time_s - delivered_at >= options.settle_s):
                     break
                 if until is not None and until(outcome):
                     break

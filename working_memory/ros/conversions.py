@@ -289,6 +289,7 @@ def assemble_response(response, pack: Pack, map_frame: str):
     response.pack = context_pack_msg(pack, map_frame)
     return response
 
+
 def explain_response(response, answer: Explanation):
     """Fill an Explain response with a why-(not) answer."""
     response.success = True
@@ -401,7 +402,7 @@ def board_entry_msg(entry: BoardEntry) -> BoardEntryMsg:
 
 
 def board_update_msg(entries, stamp: float, removed_keys=()) -> BoardUpdate:
-    """Return board changes (core BoardEntry list, removed keys) as one BoardUpdate at `stamp` [s]."""
+    """Return board changes (core BoardEntry list, removed keys) as a BoardUpdate at `stamp` [s]."""
     msg = BoardUpdate(entries=[board_entry_msg(entry) for entry in entries],
                       removed_keys=list(removed_keys))
     msg.header.stamp = time_from_seconds(stamp)

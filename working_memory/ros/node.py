@@ -7,9 +7,9 @@ the logic lives in working_memory/core.
 from __future__ import annotations
 
 import argparse
-import sys
 import dataclasses
 import functools
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -44,11 +44,11 @@ from working_memory.core.timebase import TimeBase
 from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
-from working_memory.ros.spin import run_node
 from working_memory.ros.diagnostics import CapacityUse, Health
-from working_memory.ros.params import (CABINS_PREFIX, PARAMS, SPECS, NodeConfig,
+from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        cabin_param_specs, config_from_values, drop_cabin,
                                        drop_param_spec)
+from working_memory.ros.spin import run_node
 from working_memory.srv import Assemble, Explain
 
 NOT_ACTIVE = 'node is not active'
@@ -331,7 +331,7 @@ class WorkingMemoryNode(LifecycleNode):
     def _start_ticking(self) -> None:
         if not self._memory.config.trigger_topic:
             self._timer = self.create_timer(self._memory.config.tick_period_s,
-                                                  self._on_tick)
+                                            self._on_tick)
 
     def _stop_ticking(self) -> None:
         if self._timer is not None:

@@ -68,7 +68,7 @@ PARAMS: tuple[ParamSpec, ...] = (
               'half_life: importance decayed by time since last use',
               choices=EVICTION_POLICIES, read_only=True),
     ParamSpec('half_life_s', ParamType.DOUBLE, 30.0,
-              'Half-life of an unused item\'s value for eviction_policy half_life [s]',
+              "Half-life of an unused item's value for eviction_policy half_life [s]",
               range=(0.001, 1e6), read_only=True),
     ParamSpec('frames_kept', ParamType.INTEGER, 100,
               'Number of past frozen frames the assemble/explain services can answer from',

@@ -52,4 +52,3 @@ class ChangedEntries:
                     if resend or self._sent.get(entry.key, _NEVER) != entry.value]
         self._sent.update((entry.key, entry.value) for entry in selected)
         return selected
-

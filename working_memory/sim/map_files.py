@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from working_memory.sim.world import OCCUPIED, DeliveryWorld
+from working_memory.sim.world import DeliveryWorld, OCCUPIED
 
 MAP_STEM = 'delivery_world'
 # map_server "trinary" pixel values: black is occupied, near-white is free.

@@ -91,7 +91,7 @@ class SimWorldNode(Node):
 
     @property
     def world(self) -> DeliveryWorld:
-        """The simulated world (read it between spins; only the step timer changes it)."""
+        """The simulated world: read it between spins (only the step timer changes it)."""
         return self._world
 
     def _on_cmd_vel(self, msg: Twist) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from working_memory.core.items import BoardEntry, Event, EventKind
-from working_memory.sim.mission import DOOR_KEY, SOURCE, Mission, pose_entry
+from working_memory.sim.mission import DOOR_KEY, Mission, SOURCE, pose_entry
 
 FREE = 0
 OCCUPIED = 100
@@ -199,7 +199,7 @@ class DeliveryWorld:
 
     @property
     def grid(self) -> np.ndarray:
-        """Return a read-only view of the occupancy grid (rows = y, columns = x, int8)."""
+        """Return a read-only view of the occupancy grid: rows = y, columns = x, int8."""
         view = self._grid.view()
         view.flags.writeable = False
         return view
@@ -231,7 +231,8 @@ class DeliveryWorld:
             events.append(self._open_door(REMOTE_OPEN, self.time))
         if point_in_polygon(self.pose.x, self.pose.y, cfg.zone_polygon):
             self.zone_violations += 1
-        if not self.delivered and math.dist((self.pose.x, self.pose.y), cfg.dock) <= cfg.dock_radius_m:
+        at_dock = math.dist((self.pose.x, self.pose.y), cfg.dock) <= cfg.dock_radius_m
+        if not self.delivered and at_dock:
             self.delivered = True
             events.append(Event(stamp=self.time, kind=EventKind.OBSERVATION, source=SOURCE,
                                 key=DELIVERED, detail=self.mission.goal_value(), importance=1.0,

@@ -110,7 +110,8 @@ def format_eviction_run(run: list) -> str:
     if len(run) == 1:
         return f'  {eviction_detail(first)}'
     return (f'  evicted at every tick {first.tick}-{last.tick} ({len(run)} times, {first.reason}): '
-            f'importance {min(e.importance for e in run):.2f}-{max(e.importance for e in run):.2f}, '
+            f'importance {min(e.importance for e in run):.2f}-'
+            f'{max(e.importance for e in run):.2f}, '
             f'unused for up to {max(e.age for e in run):.2f} s')
 
 

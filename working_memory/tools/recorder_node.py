@@ -17,10 +17,10 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
 from working_memory.msg import ContextFrame, Eviction
-from working_memory.ros.spin import run_node
 from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
-from working_memory.tools.bag import (DIAGNOSTICS_TYPE, EVICTION_TYPE, FRAME_TYPE, STORAGES,
-                                      BagError, BagWriter)
+from working_memory.ros.spin import run_node
+from working_memory.tools.bag import (BagError, BagWriter, DIAGNOSTICS_TYPE, EVICTION_TYPE,
+                                      FRAME_TYPE, STORAGES)
 
 # Reader-side history for the latched frame topic: the publisher keeps 1, but a
 # recorder that is busy writing must not drop frames that already arrived.

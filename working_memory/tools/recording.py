@@ -12,8 +12,8 @@ from typing import Mapping
 
 import numpy as np
 
-from working_memory.tools.bag import (DIAGNOSTICS_TYPE, EVICTION_TYPE, FRAME_TYPE, BagError,
-                                      BagReader)
+from working_memory.tools.bag import (BagError, BagReader, DIAGNOSTICS_TYPE, EVICTION_TYPE,
+                                      FRAME_TYPE)
 
 EVENT_TYPE = 'working_memory/msg/LogEvent'
 MISSING_TYPE = 'working_memory/msg/MissingItem'

@@ -153,7 +153,7 @@ def report_html(png: bytes, rows: list[tuple[str, str]], title: str) -> str:
     table = '\n'.join(f'<tr><th>{html.escape(what)}</th><td>{html.escape(value)}</td></tr>'
                       for what, value in rows)
     image = base64.b64encode(png).decode('ascii')
-    return f'''<!DOCTYPE html>
+    return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;margin:1.5em}} th{{text-align:left;padding-right:1em}}
 img{{max-width:100%}}</style></head>
@@ -164,7 +164,7 @@ img{{max-width:100%}}</style></head>
 <img alt="per-tick working set, evictions, missing items, capacity alarms and map window"
  src="data:image/png;base64,{image}">
 </body></html>
-'''
+"""
 
 
 def write_report(recording: Recording, path: str | Path, *, map_tick: int | None = None,
