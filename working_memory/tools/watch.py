@@ -18,7 +18,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from working_memory.tools.recording import DiagnosticRecord, EvictionRecord, FrameRecord
+from working_memory.tools.recording import (DiagnosticRecord, EvictionRecord, FrameRecord,
+                                            MissingRecord)
 
 CAPACITY_STATUS = 'capacity'
 ALARM_KIND = 'ALARM'
@@ -45,22 +46,13 @@ class ItemRow:
 
 
 @dataclass(frozen=True, slots=True)
-class MissingRow:
-    """A required key (or dropped category) absent from a pack, with its reason."""
-
-    key: str
-    reason: str
-    detail: str
-
-
-@dataclass(frozen=True, slots=True)
 class CabinPanel:
     """One cabin's pack: items (exempt first, then by importance), missing items."""
 
     cabin: str
     digest: str
     items: tuple[ItemRow, ...]
-    missing: tuple[MissingRow, ...]
+    missing: tuple[MissingRecord, ...]
     events: int
 
 
@@ -208,7 +200,7 @@ def watch_model(frame: FrameRecord, evictions: Iterable[EvictionRecord] = (),
     cabins = [cabin] if cabin is not None else list(frame.packs)
     panels = tuple(CabinPanel(
         name, frame.packs[name].digest, item_rows(frame, name),
-        tuple(MissingRow(m.key, m.reason, m.detail) for m in frame.packs[name].missing),
+        frame.packs[name].missing,
         len(frame.packs[name].events)) for name in cabins)
     evictions = list(evictions)
     use = gauge(frame, capacity)
