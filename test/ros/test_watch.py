@@ -9,6 +9,7 @@ the digest, the latest evictions. Ctrl-C ends it.
 import fcntl
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -134,9 +135,11 @@ def test_watch_shows_items_missing_capacity_digest_and_evictions_live(watched, e
         assert 'goal:deliver' in screen and 'exempt' in screen and '1.00' in screen
         assert 'action:current NEVER_SEEN' in screen
         assert 'map NEVER_SEEN' in screen
-        # The digest shown is one the node published (the probe may get it a little later).
-        assert spin_while(executor, lambda: any(frame.digest[:12] in screen
-                                                for frame in probe.frames)), screen
+        # The digests shown are the node's own for the tick shown: the planner pack's, as the
+        # Assemble service gives it, and the frame's in the header.
+        tick = int(re.search(r'tick (\d+) ', screen).group(1))
+        assert probe.assemble('planner', tick).pack.digest[:12] in screen, screen
+        assert re.search(r'digest [0-9a-f]{12} ', screen), screen
         assert 'ticks/s' in screen
         terminal.type(b'\x03')
         assert spin_while(executor, lambda: terminal.process.poll() is not None), terminal.text()
