@@ -97,3 +97,12 @@ def test_a_short_terminal_trims_item_lists_and_says_how_many_are_hidden(syntheti
     short = screen_text(watch_model(frame), width=60, height=12)
     assert 'goal:deliver' in short and '… 11 more items' in short
     assert 'more items' not in screen_text(watch_model(frame), width=60)
+
+
+def test_eviction_rate_is_the_nodes_own_when_its_status_says(synthetic_bag):
+    recording = load_recording(synthetic_bag)
+    frame = recording.frame(4)
+    status = capacity_status(40, 40)
+    assert watch_model(frame, recording.evictions).evictions_per_s == pytest.approx(0.2)
+    status.values['evictions_per_s'] = '39.50'
+    assert watch_model(frame, recording.evictions, status).evictions_per_s == 39.5

@@ -165,8 +165,15 @@ def gauge(frame: FrameRecord, capacity: DiagnosticRecord | None) -> Gauge:
     return Gauge(served, None, False, 'keys served (no /diagnostics yet)')
 
 
-def evictions_per_s(evictions: Iterable[EvictionRecord], now: float) -> float | None:
-    """Return evictions per second over the RATE_WINDOW_S before `now` [s]; None without any."""
+def evictions_per_s(evictions: Iterable[EvictionRecord], now: float,
+                    capacity: DiagnosticRecord | None = None) -> float | None:
+    """Return the node's own eviction rate [1/s] from its capacity status, else the rate of
+    the evictions seen over the RATE_WINDOW_S before `now` [s]; None without either."""
+    if capacity is not None and 'evictions_per_s' in capacity.values:
+        try:
+            return float(capacity.values['evictions_per_s'])
+        except ValueError:
+            pass  # not a number: estimate from what this watcher saw
     recent = [e for e in evictions if now - RATE_WINDOW_S < e.stamp <= now]
     return len(recent) / RATE_WINDOW_S if recent or evictions else None
 
@@ -205,7 +212,7 @@ def watch_model(frame: FrameRecord, evictions: Iterable[EvictionRecord] = (),
     evictions = list(evictions)
     use = gauge(frame, capacity)
     return WatchModel(frame.tick, frame.stamp, frame.digest, tick_rate_hz, use,
-                      evictions_per_s(evictions, frame.stamp), panels,
+                      evictions_per_s(evictions, frame.stamp, capacity), panels,
                       tuple(reversed(evictions[-evictions_shown:])), frame_alarms(frame, use))
 
 
