@@ -14,6 +14,7 @@ from working_memory.msg import ContextFrame, ContextPack, Eviction, WorkingItem
 from working_memory.tools.bag import BagWriter, EVICTION_TYPE, FRAME_TYPE
 from working_memory.tools.inspect import main
 from working_memory.tools.recording import load_recording
+from working_memory.tools.report import write_report
 from working_memory.tools.series import tick_series
 from working_memory.tools.why import NOT_IN_PACK, PRESENT, why
 
@@ -179,15 +180,30 @@ def test_report_png_is_a_real_plot(synthetic_bag, tmp_path, capsys):
     assert len(data) > 20_000
 
 
-def test_report_html_is_self_contained_with_image_and_table(synthetic_bag, tmp_path, capsys):
+def test_report_html_is_self_contained_with_images_and_tables(synthetic_bag, tmp_path, capsys):
     page = tmp_path / 'report.html'
     code, _, _ = run_cli(capsys, synthetic_bag, '--report', page)
     assert code == 0
     text = page.read_text()
-    assert '<img' in text and 'src="data:image/png;base64,iVBORw0KGgo' in text
-    assert '<th>evictions</th><td>2 (most: battery ×1, scan ×1)</td>' in text
-    assert '<th>map window</th><td>tick 9, cabin planner</td>' in text
-    assert 'ticks: 5-6' in text
+    assert text.count('src="data:image/png;base64,iVBORw0KGgo') == 2  # timeline and map
+    assert '<td>battery</td><td>1</td><td>0.20</td>' in text
+    assert '<td>planner</td><td>EVICTED</td><td>battery</td><td>4-5</td>' in text
+    assert '<td>planner</td><td>INJECTED_DROP</td><td>board:batt*</td><td>6-7</td>' in text
+    # No /log in this bag: the failure comes from the packs' event windows.
+    assert '<td>FAILURE</td><td>executor</td><td>open_door</td>' in text
+    # No outcome in the bag: the report says it cannot tell, and what it lacked.
+    assert 'class="unknown"' in text and '/sim_world/status not in the bag' in text
+    assert '<th>seed</th><td>not recorded</td>' in text
+    assert 'robot path: 0 poses (pose in the frames)' in text
+    assert 'cabin windows: planner 20x10 cells' in text
+
+
+def test_report_setup_and_capacity_alarm_source_are_shown(synthetic_bag, tmp_path):
+    recording = load_recording(synthetic_bag)
+    page = write_report(recording, tmp_path / 'r.html', setup={'seed': '3', 'drops': 'x: y'})
+    text = page.read_text()
+    assert '<th>seed</th><td>3</td>' in text and '<th>drops</th><td>x: y</td>' in text
+    assert 'capacity alarm: /diagnostics (exempt_overflow)' in text
 
 
 @pytest.mark.parametrize('argv, message', [

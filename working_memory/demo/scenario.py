@@ -14,9 +14,13 @@ from typing import Callable
 
 from rclpy.executors import Executor, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
+from nav_msgs.msg import OccupancyGrid, Odometry
+from nav_msgs.msg import Path as PathMsg
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
+from visualization_msgs.msg import MarkerArray
 
 from working_memory.core.items import EventKind
 from working_memory.decision.conversions import decision_detail_from_msg, decision_status_from_msg
@@ -43,6 +47,24 @@ DROP_CATEGORIES: dict[str, tuple[str, ...]] = {
 }
 
 
+# What the demo's bag holds beyond frames, evictions and /diagnostics (the recorder's own):
+# the robot's true path, the map, the event log, the outcome, the decisions (for the report),
+# and the working memory's views (for the RViz2 config and the Foxglove layout in config/).
+# (topic, message class, type name, latched)
+RECORDED_TOPICS = (
+    ('/odom', Odometry, 'nav_msgs/msg/Odometry', False),
+    ('/map', OccupancyGrid, 'nav_msgs/msg/OccupancyGrid', True),
+    ('/log', LogEvent, 'working_memory/msg/LogEvent', False),
+    ('/sim_world/status', String, 'std_msgs/msg/String', True),
+    ('/planner/status', DecisionStatus, 'working_memory/msg/DecisionStatus', False),
+    ('/executor/status', DecisionStatus, 'working_memory/msg/DecisionStatus', False),
+    ('/working_memory/planner/map_window', OccupancyGrid, 'nav_msgs/msg/OccupancyGrid', True),
+    ('/working_memory/executor/map_window', OccupancyGrid, 'nav_msgs/msg/OccupancyGrid', True),
+    ('/working_memory/route', PathMsg, 'nav_msgs/msg/Path', True),
+    ('/working_memory/markers', MarkerArray, 'visualization_msgs/msg/MarkerArray', True),
+)
+
+
 def parse_drops(specs: list[str]) -> dict[str, tuple[str, ...]]:
     """Turn ["planner:constraints", ...] into {cabin: manifest drop entries}.
 
@@ -56,6 +78,12 @@ def parse_drops(specs: list[str]) -> dict[str, tuple[str, ...]]:
                              f'{", ".join(DROP_CATEGORIES)} or a manifest drop entry')
         drops.setdefault(cabin, []).extend(DROP_CATEGORIES.get(category, (category,)))
     return {cabin: tuple(entries) for cabin, entries in drops.items()}
+
+
+def describe_drops(drops: dict[str, tuple[str, ...]]) -> str:
+    """Return e.g. 'planner: safety:*, events:CONSTRAINT' or 'none'."""
+    return '; '.join(f'{cabin}: {", ".join(entries)}' for cabin, entries in drops.items()) \
+        or 'none'
 
 
 def default_params_file() -> Path:
@@ -161,6 +189,8 @@ class Scenario:
         params_file = options.params_file or default_params_file()
         wm_overrides = sim_time + [Parameter(f'cabins.{cabin}.drop', value=list(entries))
                                    for cabin, entries in options.drops.items()]
+        # The views are built only while someone subscribes: here the recorder.
+        wm_overrides += [Parameter('views', value=options.bag_path is not None)]
         wm_overrides += [Parameter(name, value=value)
                          for name, value in options.extra_params.items()]
         self.sim = SimWorldNode(context=context, parameter_overrides=[
@@ -179,6 +209,13 @@ class Scenario:
         if options.bag_path is not None:
             self.recorder = RecorderNode(context=context, parameter_overrides=sim_time + [
                 Parameter('bag_path', value=str(options.bag_path))])
+            for topic, msg_class, msgtype, latched in RECORDED_TOPICS:
+                self.recorder.record_topic(topic, msg_class, msgtype, (
+                    qos.latched_qos(10) if latched else qos.stream_qos(1000)), latched=latched)
+            self.recorder.set_custom_data('working_memory.seed', str(options.seed))
+            self.recorder.set_custom_data('working_memory.drops', describe_drops(options.drops))
+            # One line per recorded topic would bury the demo's progress.
+            self.recorder.get_logger().set_level(LoggingSeverity.WARN)
         self.nodes = [self.sim, self.memory, *self.deciders, self.observer]
         if self.recorder is not None:
             self.nodes.append(self.recorder)
@@ -207,9 +244,10 @@ class Scenario:
                 status = self.observer.status
                 self._update(status)
                 outcome.wall_time_s = time.monotonic() - started
-                if progress is not None and time.monotonic() >= next_progress:
+                # From the first status on; after a stall, one line rather than a catch-up burst.
+                if progress is not None and status and time.monotonic() >= next_progress:
                     progress(outcome, status)
-                    next_progress += progress_period_s
+                    next_progress = time.monotonic() + progress_period_s
                 if outcome.delivered and delivered_at is None:
                     delivered_at = outcome.sim_time_s
                 if (delivered_at is not None

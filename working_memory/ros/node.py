@@ -49,6 +49,7 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        cabin_param_specs, config_from_values, drop_cabin,
                                        drop_param_spec)
 from working_memory.ros.spin import run_node
+from working_memory.ros.views import Views
 from working_memory.srv import Assemble, Explain
 
 NOT_ACTIVE = 'node is not active'
@@ -107,6 +108,7 @@ class WorkingMemoryNode(LifecycleNode):
         self._jump_handle: JumpHandle | None = None
         self._timer: Timer | None = None
         self._frame_pub = self._evictions_pub = self._diagnostics_pub = None
+        self._views: Views | None = None
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.add_post_set_parameters_callback(self._on_parameters_set)
 
@@ -119,6 +121,7 @@ class WorkingMemoryNode(LifecycleNode):
             manifests = self._load_manifests(config)
             self._memory = self._build_memory(config, manifests)
             self._create_entities(config)
+            self._views = Views(self, manifests, config.map_frame) if config.views else None
         except (ParameterException, ValueError, OSError) as error:
             # ManifestError is a ValueError; each names the parameter or field at fault.
             self.get_logger().error(f'configure failed: {error}')
@@ -260,6 +263,9 @@ class WorkingMemoryNode(LifecycleNode):
             if publisher is not None:
                 self.destroy_lifecycle_publisher(publisher)
         self._frame_pub = self._evictions_pub = self._diagnostics_pub = None
+        if self._views is not None:
+            self._views.destroy()
+            self._views = None
         self._memory = None
 
     def _destroy(self, entity: Subscription | Service) -> None:
@@ -355,6 +361,8 @@ class WorkingMemoryNode(LifecycleNode):
         memory.frames.publish(frame)
         config = memory.config
         self._frame_pub.publish(conv.context_frame_msg(frame, config.map_frame))
+        if self._views is not None:
+            self._views.publish(frame, memory.pose)
         evictions = memory.pending_evictions + list(frame.evictions)
         memory.pending_evictions = []
         for record in evictions:

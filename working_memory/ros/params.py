@@ -102,6 +102,9 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('cabin_names', ParamType.STRING_ARRAY, [],
               'Cabins whose manifests come from cabins.<name>.<field> parameters, in order',
               read_only=True),
+    ParamSpec('views', ParamType.BOOL, False,
+              'Publish RViz2/Foxglove views (~/<cabin>/map_window, ~/route, ~/markers), each '
+              'only while someone subscribes', read_only=True),
 )
 
 CABINS_PREFIX = 'cabins.'
@@ -158,6 +161,7 @@ class NodeConfig:
     diagnostics_period_s: float
     manifests_file: str
     cabin_names: tuple[str, ...]
+    views: bool
 
     @property
     def size_budget(self) -> int | None:

@@ -126,6 +126,10 @@ class BagWriter:
         writer.write(connection, int(stamp_ns), bytes(data))
         self.counts[topic] += 1
 
+    def set_custom_data(self, key: str, value: str) -> None:
+        """Store `key: value` in the bag's metadata.yaml (custom_data), e.g. the run's setup."""
+        self._open_writer().set_custom_data(key, value)
+
     @property
     def closed(self) -> bool:
         """Return True once the bag is finished."""
@@ -185,6 +189,13 @@ class BagReader:
     def topics(self) -> dict[str, str]:
         """Return {topic: message type} of every topic in the bag."""
         return {c.topic: c.msgtype for c in self._reader.connections}
+
+    @property
+    def custom_data(self) -> dict[str, str]:
+        """Return the custom_data of the bag's metadata.yaml ({} when there is none)."""
+        # rosbags keeps it on the storage reader's metadata (bag format version 6 and later).
+        metadata = getattr(self._reader.storage, 'metadata', None)
+        return dict(getattr(metadata, 'custom', None) or {})
 
     def messages(self, topics: Iterable[str]) -> Iterator[BagMessage]:
         """Yield the messages of `topics` in receive-time order, deserialized."""

@@ -82,6 +82,15 @@ class RecorderNode(Node):
         """Return {topic: messages written} so far."""
         return dict(self._writer.counts)
 
+    def record_topic(self, topic: str, msg_class, msgtype: str, qos,
+                     latched: bool = False) -> None:
+        """Record one more topic (before the run starts); `latched` replays it transient local."""
+        self._subscribe(msg_class, msgtype, topic, qos, latched)
+
+    def set_custom_data(self, key: str, value: str) -> None:
+        """Store `key: value` in the bag's metadata (the demo stores its seed and drops)."""
+        self._writer.set_custom_data(key, value)
+
     def _subscribe(self, msg_class, msgtype: str, topic: str, qos, latched: bool = False) -> None:
         topic = self.resolve_topic_name(topic)
         self._writer.add_topic(topic, msgtype, latched=latched)

@@ -1,0 +1,169 @@
+"""The demo's bags, their reports and their views: one baseline and one injected run.
+
+Each run is the real closed loop recorded by the scenario; the tests read what a user
+opens: the report page, the RViz2 config and Foxglove layout against the bag's topics,
+the views' messages, and the closing hints.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from working_memory.demo.cli import hints
+from working_memory.demo.scenario import ScenarioOptions, parse_drops, run_scenario
+from working_memory.tools.bag import BagReader
+from working_memory.tools.recording import load_recording
+from working_memory.tools.report import write_report
+
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
+RVIZ_TYPES = {'rviz_default_plugins/Map': 'nav_msgs/msg/OccupancyGrid',
+              'rviz_default_plugins/Path': 'nav_msgs/msg/Path',
+              'rviz_default_plugins/MarkerArray': 'visualization_msgs/msg/MarkerArray',
+              'rviz_default_plugins/Odometry': 'nav_msgs/msg/Odometry'}
+FOXGLOVE_3D_TYPES = set(RVIZ_TYPES.values())
+FOXGLOVE_PATH_TYPES = {'/working_memory/frame': 'working_memory/msg/ContextFrame',
+                       '/working_memory/evictions': 'working_memory/msg/Eviction',
+                       '/log': 'working_memory/msg/LogEvent'}
+WALL_LIMIT_S = 120.0
+
+
+@pytest.fixture(scope='module')
+def baseline(context, tmp_path_factory):
+    bag = tmp_path_factory.mktemp('runs') / 'baseline'
+    outcome = run_scenario(ScenarioOptions(bag_path=bag, wall_time_limit_s=WALL_LIMIT_S),
+                           context=context)
+    assert outcome.delivered, outcome
+    return bag
+
+
+@pytest.fixture(scope='module')
+def injected(context, tmp_path_factory):
+    bag = tmp_path_factory.mktemp('runs') / 'no_constraints'
+    outcome = run_scenario(ScenarioOptions(
+        drops=parse_drops(['planner:constraints']), bag_path=bag, sim_time_limit_s=6.0,
+        wall_time_limit_s=WALL_LIMIT_S), context=context)
+    assert ('planner', 'constraint_validation') in outcome.alarms
+    return bag
+
+
+def report_of(bag, **options):
+    page = write_report(load_recording(bag), bag.parent / f'{bag.name}.html', **options)
+    return page.read_text()
+
+
+def section(page, element_id):
+    """Return the text of the element with `element_id` up to its section's end."""
+    start = page.index(f'id="{element_id}"')
+    return page[start:page.index('</section>', start)]
+
+
+def test_baseline_report_tells_the_delivery_the_failure_and_the_map(baseline):
+    page = report_of(baseline)
+    outcome = section(page, 'outcome')
+    assert 'class="delivered"' in page and 'DELIVERED at t=' in outcome
+    assert 'after 1 failed open_door' in outcome and 'zone violations 0' in outcome
+    setup = section(page, 'setup')
+    assert '<th>seed</th><td>7</td>' in setup and '<th>drops</th><td>none</td>' in setup
+    events = section(page, 'events')
+    assert '<td>FAILURE</td>' in events and 'open_door' in events and 'door stuck' in events
+    assert '<img id="timeline"' in page and 'src="data:image/png;base64,' in page
+    assert '<img id="map"' in page
+    legend = section(page, 'map-legend')
+    assert re.search(r'robot path: \d{2,} poses \(/odom\)', legend), legend
+    assert 'route: ' in legend and 'waypoints' in legend
+    assert 'zones: safety:zone/high_voltage' in legend
+    assert 'goal: goal:deliver at (17.0, 3.0)' in legend
+    assert 'door: door:main closed at (10.0, 6.0)' in legend  # the map is at the failure
+    assert 'planner ' in legend and 'executor ' in legend and 'background: /map' in legend
+    evictions = section(page, 'evictions')
+    assert '<td>sensor:' in evictions and '<td>0.05</td>' in evictions
+
+
+def test_injected_report_says_why_it_was_not_delivered(injected):
+    page = report_of(injected)
+    outcome = section(page, 'outcome')
+    assert 'class="not-delivered"' in page
+    assert 'NOT DELIVERED: planner raised ALARM constraint_validation' in outcome
+    assert 'INJECTED_DROP' in outcome and 'and held' in outcome
+    assert 'planner: safety:*, events:CONSTRAINT' in section(page, 'setup')
+    assert '<td>ALARM</td><td>planner</td><td>constraint_validation</td>' in section(page,
+                                                                                    'events')
+    missing = section(page, 'missing')
+    assert '<td>planner</td><td>INJECTED_DROP</td><td>safety:*</td>' in missing
+    assert '<td>planner</td><td>INJECTED_DROP</td><td>events:CONSTRAINT</td>' in missing
+    legend = section(page, 'map-legend')
+    assert 'robot at tick: (2.00, 6.00)' in legend  # it never moved
+    assert 'route: none' in legend
+
+
+def test_report_map_at_a_chosen_tick_and_one_cabin_window(baseline):
+    legend = section(report_of(baseline, map_tick=300, cabin='executor'), 'map-legend')
+    assert 'cabin windows: executor ' in legend and 'planner' not in legend
+    assert 'door: door:main open' in legend
+
+
+def rviz_topics():
+    config = yaml.safe_load((CONFIG / 'rviz' / 'working_memory.rviz').read_text())
+    return {display['Topic']['Value']: RVIZ_TYPES[display['Class']]
+            for display in config['Visualization Manager']['Displays']}
+
+
+def foxglove_topics():
+    layout = json.loads((CONFIG / 'foxglove' / 'working_memory.json').read_text())
+    named = {}
+    for panel, config in layout['configById'].items():
+        if panel.startswith('3D!'):
+            named.update({topic: FOXGLOVE_3D_TYPES for topic in config['topics']})
+        for path in [config.get('topicPath')] + [p['value'] for p in config.get('paths', [])]:
+            if path:
+                topic = re.match(r'[^.{\[]+', path).group(0)
+                named[topic] = {FOXGLOVE_PATH_TYPES[topic]}
+    return named
+
+
+def test_rviz_config_names_only_topics_the_demo_bag_has_with_their_types(baseline):
+    with BagReader(baseline) as reader:
+        topics = reader.topics
+        counts = {c.topic: c.msgcount for c in reader._reader.connections}
+    named = rviz_topics()
+    assert len(named) >= 6
+    for topic, msgtype in named.items():
+        assert topics.get(topic) == msgtype, (topic, topics.get(topic))
+        assert counts[topic] > 0, f'{topic} recorded no message'
+
+
+def test_foxglove_layout_names_only_topics_the_demo_bag_has_with_their_types(baseline):
+    with BagReader(baseline) as reader:
+        topics = reader.topics
+    named = foxglove_topics()
+    assert {'/working_memory/markers', '/working_memory/route', '/map'} <= set(named)
+    for topic, types in named.items():
+        assert topics.get(topic) in types, (topic, topics.get(topic))
+
+
+def test_views_in_the_bag_show_pose_zone_goal_door_and_cabin_notes(injected):
+    with BagReader(injected) as reader:
+        markers = [m.msg for m in reader.messages(['/working_memory/markers'])]
+        windows = [m.msg for m in reader.messages(['/working_memory/planner/map_window'])]
+    last = markers[-1].markers
+    namespaces = {marker.ns for marker in last}
+    assert {'pose', 'zones', 'goals', 'doors', 'notes'} <= namespaces
+    assert last[0].action == 3  # DELETEALL first: nothing stale stays on screen
+    notes = [marker.text for marker in last if marker.ns == 'notes']
+    planner = next(n for n in notes if n.startswith('planner: '))
+    assert 'missing safety:* INJECTED_DROP' in planner, notes
+    assert any('ALARM constraint_validation' in n for n in notes), notes
+    assert all(marker.header.frame_id == 'map' for marker in last)
+    assert windows and windows[-1].info.width > 0 and windows[-1].header.frame_id == 'map'
+
+
+def test_closing_hints_point_at_what_the_injected_run_withheld(injected):
+    lines = hints(load_recording(injected), injected, Path('r.html'),
+                  parse_drops(['planner:constraints']))
+    assert any('--tick 1 --cabin planner' in line and 'safety:*, events:CONSTRAINT withheld'
+               in line for line in lines), lines
+    assert any('--why safety:zone/high_voltage --cabin planner' in line for line in lines)
+    assert len(lines) == len(set(lines))

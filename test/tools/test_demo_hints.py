@@ -1,0 +1,18 @@
+"""The demo's closing hints on the synthetic run: they point at what was dropped and met."""
+
+from pathlib import Path
+
+from working_memory.demo.cli import hints
+from working_memory.tools.recording import load_recording
+
+
+def test_hints_point_at_the_drop_and_the_map_tick(synthetic_bag):
+    lines = hints(load_recording(synthetic_bag), Path('bag'), Path('r.html'),
+                  {'planner': ('board:batt*',)})
+    assert any('--tick 6 --cabin planner' in line and 'board:batt* withheld' in line
+               for line in lines), lines
+    assert any('--why battery --cabin planner' in line for line in lines), lines
+    assert any('--tick 1 --cabin executor' in line and 'open_door FAILURE' in line
+               for line in lines), lines
+    assert lines[-1].startswith('tools/rosenv wm-inspect bag --report r.html --map-tick 1')
+    assert len(lines) == len(set(lines))
