@@ -106,18 +106,27 @@ def wait_stamp(probe, on_spin, low, high=50.0):
                     f'stamped in ({low}, {high}) s')
 
 
-def start(start_memory, **params):
+def start(start_memory, at, **params):
+    """Start the node on sim time from `at` [s]; return (probe, clock) once it ticks."""
     node, probe = start_memory({'use_sim_time': True, 'tick_hz': TICK_HZ, **params})
     probe.wait_matched(probe.board, probe.log)
-    return node, probe
+    clock = SimClock(probe, at)
+    assert probe.spin_until(lambda: probe.frames and stamp(probe.frames[-1]) > at,
+                            on_spin=clock.advance)
+    return probe, clock
+
+
+def serve_battery_and_constraint(probe, clock, ttl):
+    """Publish a `ttl` [s] battery entry and a CONSTRAINT event now; wait until both are served."""
+    publish(probe, clock, BoardEntry('battery', 0.5, clock.now, ttl=ttl))
+    publish_constraint(probe, 'zone', clock.now)
+    return wait_for(probe, clock.advance, lambda f: 'battery' in keys(planner(f))
+                    and planner(f).recent_events, 'serving battery and the constraint')
 
 
 def test_after_a_100_s_reset_ttl_entries_are_stale_constraints_stay_and_ages_hold(start_memory):
-    node, probe = start(start_memory, capacity=5)
-    clock = SimClock(probe, 100.0)
+    probe, clock = start(start_memory, 100.0, capacity=5)
     on_spin = clock.advance
-    assert probe.spin_until(lambda: probe.frames and stamp(probe.frames[-1]) > 100.0,
-                            on_spin=on_spin)
     publish(probe, clock, BoardEntry('goal:deliver', {'to': 'dock'}, clock.now),
             BoardEntry('pose', {'x': 1.0, 'y': 1.0}, clock.now),
             BoardEntry('reading:old', 1, clock.now, importance=0.01, ttl=0.3))
@@ -156,15 +165,9 @@ def test_after_a_100_s_reset_ttl_entries_are_stale_constraints_stay_and_ages_hol
 
 
 def test_a_forward_jump_ages_entries_and_events_by_the_time_skipped(start_memory):
-    node, probe = start(start_memory)
-    clock = SimClock(probe, 10.0)
+    probe, clock = start(start_memory, 10.0)
     on_spin = clock.advance
-    assert probe.spin_until(lambda: probe.frames and stamp(probe.frames[-1]) > 10.0,
-                            on_spin=on_spin)
-    publish(probe, clock, BoardEntry('battery', 0.5, clock.now, ttl=5.0))
-    publish_constraint(probe, 'zone', clock.now)
-    assert probe.spin_until(lambda: 'battery' in keys(planner(probe.frames[-1]))
-                            and planner(probe.frames[-1]).recent_events, on_spin=on_spin)
+    serve_battery_and_constraint(probe, clock, ttl=5.0)
     clock.jump_to(clock.now + 100.0)   # time skipped
     latest = wait_stamp(probe, on_spin, 105.0, 1e9)
     assert 'battery' not in keys(planner(latest)) and not planner(latest).recent_events
@@ -175,15 +178,9 @@ def test_a_forward_jump_ages_entries_and_events_by_the_time_skipped(start_memory
 
 
 def test_repeated_resets_keep_one_timeline(start_memory):
-    node, probe = start(start_memory)
-    clock = SimClock(probe, 100.0)
+    probe, clock = start(start_memory, 100.0)
     on_spin = clock.advance
-    assert probe.spin_until(lambda: probe.frames and stamp(probe.frames[-1]) > 100.0,
-                            on_spin=on_spin)
-    publish(probe, clock, BoardEntry('battery', 0.5, clock.now, ttl=1.5))
-    publish_constraint(probe, 'zone', clock.now)
-    assert probe.spin_until(lambda: 'battery' in keys(planner(probe.frames[-1])),
-                            on_spin=on_spin)
+    serve_battery_and_constraint(probe, clock, ttl=1.5)
     clock.jump_to(0.0)
     wait_stamp(probe, on_spin, 1.0)
     clock.jump_to(0.0)
@@ -202,11 +199,8 @@ def test_repeated_resets_keep_one_timeline(start_memory):
 
 
 def test_a_reset_in_the_middle_of_a_board_flood(start_memory):
-    node, probe = start(start_memory)
-    clock = SimClock(probe, 100.0)
+    probe, clock = start(start_memory, 100.0)
     on_spin = clock.advance
-    assert probe.spin_until(lambda: probe.frames and stamp(probe.frames[-1]) > 100.0,
-                            on_spin=on_spin)
     publish(probe, clock, BoardEntry('battery', 0.5, clock.now, ttl=1.0))
     stop, sent = threading.Event(), []
 
