@@ -32,7 +32,8 @@ class EvictionPolicy(Protocol):
         """Return the eviction key of an item used at effective time `last_used` [s].
 
         The key must not depend on the current time, so a stored key stays valid
-        while time passes. `seq` increases with every use and breaks ties.
+        while time passes. `seq` increases with every use and breaks ties. The
+        key is a tuple of numbers (the set negates it to rank evicted items).
         """
 
 
