@@ -26,24 +26,35 @@ class World:
     """Board, event log and a 20 m x 20 m map at 0.5 m/cell, assembled for some cabins."""
 
     def __init__(self, capacity=100, **cabins):
-        self.board = BoardSnapshot()
-        self.log = EventLog(1000)
+        self.working_set = WorkingSet(capacity)
+        # As the node does: board and log place stamps on the working set's timeline.
+        self.board = BoardSnapshot(self.working_set.timebase)
+        self.log = EventLog(1000, self.working_set.timebase)
         self.data = (np.arange(1600) % 100).astype(np.int8).reshape(40, 40)
         self.grid = GridMap(self.data, (0.0, 0.0), 0.5)
         self.manifests = {name: Manifest.from_dict(name, fields)
                           for name, fields in cabins.items()}
-        self.working_set = WorkingSet(capacity)
         self.assembler = Assembler(self.manifests, self.working_set)
         self.tick = 0
+        self.clock = None  # ROS time [s] of the latest tick or arrival
+
+    def arrive(self, stamp):
+        """Observe an input's arrival as the node does: at its stamp when that is later."""
+        if self.clock is None or stamp > self.clock:
+            self.clock = stamp
+            self.working_set.timebase.observe(stamp)
 
     def put(self, key, value, stamp=0.0, **fields):
+        self.arrive(stamp)
         self.board.apply([BoardEntry(key, value, stamp, **fields)])
 
     def log_event(self, stamp, kind, key='', **fields):
+        self.arrive(stamp)
         return self.log.append(Event(stamp, kind, source='test', key=key, **fields))
 
     def assemble(self, now, **kwargs):
         self.tick += 1
+        self.clock = now
         return self.assembler.assemble(self.tick, now, self.board, self.log,
                                        kwargs.pop('grid', self.grid), **kwargs)
 
@@ -150,7 +161,8 @@ def test_required_event_kind_outside_the_window_is_out_of_scope():
     assert missing(world.assemble(5.0).pack('planner')) == {}
     pack = world.assemble(20.0).pack('planner')
     assert missing(pack) == {'events:CONSTRAINT': OUT_OF_SCOPE}
-    assert 'last CONSTRAINT event at t=2.0 s' in pack.missing[0].detail
+    assert pack.missing[0].detail == ('none in the window of the last 10.0 s; '
+                                      'last CONSTRAINT event 18.0 s ago')
 
 
 def test_injected_drop_of_an_event_kind_is_visible_and_removes_those_events():
@@ -230,7 +242,7 @@ def test_fresh_constraint_survives_high_rate_low_value_readings():
 
 def test_over_capacity_a_tick_evicts_only_what_its_packs_then_lack():
     # Two cabins ask for 12 items with capacity 8, the 10 equally cheap sensor readings
-    # changing every tick: each tick forgets 4 once, after the whole selection is in,
+    # changing every tick: the first tick forgets 4 once, after the whole selection is in,
     # never an item that a later put of the same tick re-adds (no churn in the log).
     world = World(capacity=8, monitor={'board_keys': ['sensor:*', 'pose']},
                   planner={'board_keys': ['pose', 'route']})
@@ -242,10 +254,77 @@ def test_over_capacity_a_tick_evicts_only_what_its_packs_then_lack():
         frame = world.assemble(now)
         evicted = {record.key for record in frame.evictions}
         served = {key for pack in frame.packs.values() for key in keys(pack)}
-        assert len(evicted) == len(frame.evictions) == 4
+        assert len(evicted) == len(frame.evictions) == (4 if now == 1.0 else 0)
         assert not evicted & served
         assert {'pose', 'route'} <= served and len(served) == 8
         assert missing(frame.pack('monitor')) == {}  # sensors are not required
+    # The same four stay out: updated as often as the others, they never outrank them.
+    assert {m.key for m in frame.pack('monitor').absent} == {f'sensor:{n}' for n in range(4)}
+
+
+def test_steady_over_capacity_selection_evicts_in_the_first_tick_only():
+    world = World(capacity=4, monitor={'board_keys': ['sensor:*'], 'required': ['sensor:0']})
+    for n in range(10):
+        world.put(f'sensor:{n}', n, importance=0.1 * (n + 1))
+    first = world.assemble(1.0)
+    assert [r.key for r in first.evictions] == [f'sensor:{n}' for n in range(6)]
+    for now in range(2, 30):
+        frame = world.assemble(float(now))
+        assert frame.evictions == () and frame.readmitted == ()
+        assert keys(frame.pack('monitor')) == [f'sensor:{n}' for n in range(6, 10)]
+    # "Unused for" is the time since its last use, growing while it stays out.
+    (report,) = frame.pack('monitor').missing
+    assert (report.key, report.reason) == ('sensor:0', EVICTED)
+    assert report.detail == 'evicted at tick 1 (capacity): importance 0.10, unused for 28.0 s'
+    assert world.working_set.evictions_total == 6
+
+
+def test_an_evicted_item_returns_when_updated_or_when_room_frees_up():
+    world = World(capacity=3, planner={'board_keys': ['r:*'], 'default_weight': 0.5})
+    for name in 'abcd':
+        world.put(f'r:{name}', name, stamp=0.0)
+    first = world.assemble(1.0)
+    assert [r.key for r in first.evictions] == ['r:a']   # equal value: the first put is oldest
+    assert world.assemble(2.0).evictions == ()
+    # New information is fresh: the updated item outranks the least recently used one.
+    world.put('r:a', 'a2', stamp=2.5)
+    frame = world.assemble(3.0)
+    assert [r.key for r in frame.evictions] == ['r:b']
+    assert [(r.key, r.tick, r.evicted_tick) for r in frame.readmitted] == [('r:a', 3, 1)]
+    pack = frame.pack('planner')
+    assert keys(pack) == ['r:a', 'r:c', 'r:d']
+    assert pack.readmission('r:a').evicted_tick == 1
+    # Room frees up: the board removes a key, the evicted item still selected comes back.
+    world.board.apply(removed_keys=['r:c'])
+    frame = world.assemble(4.0)
+    assert frame.evictions == ()
+    assert [r.key for r in frame.readmitted] == ['r:b']
+    assert keys(frame.pack('planner')) == ['r:a', 'r:b', 'r:d']
+
+
+def test_raised_capacity_brings_the_most_valuable_evicted_items_back_first():
+    world = World(capacity=2, planner={'board_keys': ['k:*']})
+    for n, importance in enumerate((0.1, 0.4, 0.2, 0.9, 0.3)):
+        world.put(f'k:{n}', n, importance=importance)
+    world.assemble(1.0)
+    assert keys(world.assemble(2.0).pack('planner')) == ['k:1', 'k:3']
+    world.assembler.set_limits(4, None)
+    frame = world.assemble(3.0)
+    assert [r.key for r in frame.readmitted] == ['k:4', 'k:2']   # best first
+    assert keys(frame.pack('planner')) == ['k:1', 'k:2', 'k:3', 'k:4']
+
+
+def test_a_selected_item_that_goes_stale_keeps_its_rank_and_is_not_served():
+    world = World(capacity=2, planner={'board_keys': ['a', 'b', 'c']})
+    world.put('a', 1, importance=0.5, ttl=1.5)
+    world.put('b', 2, importance=0.5)
+    world.assemble(1.0)
+    frame = world.assemble(2.0)                # 'a' went stale: flagged, not refreshed
+    assert keys(frame.pack('planner')) == ['b']
+    world.put('c', 3, stamp=2.5, importance=0.5)
+    frame = world.assemble(3.0)                # the stale item is the least recently used
+    assert [r.key for r in frame.evictions] == ['a']
+    assert keys(frame.pack('planner')) == ['b', 'c']
 
 
 def test_events_leaving_every_window_leave_the_working_set_without_an_eviction():
@@ -311,11 +390,60 @@ def test_time_going_backwards_does_not_crash_and_keeps_serving():
     world.put('pose', {'x': 1.0, 'y': 1.0}, stamp=100.0, ttl=5.0)
     world.log_event(99.0, EventKind.FAILURE, 'slip')
     world.assemble(100.0)
-    frame = world.assemble(3.0)  # simulation reset
+    frame = world.assemble(3.0)  # simulation reset: effective time 100 s
     pack = frame.pack('planner')
-    assert keys(pack) == ['pose'] and pack.map_window is not None and pack.events == ()
+    assert keys(pack) == ['pose'] and pack.map_window is not None
+    assert [event.key for event in pack.events] == ['slip']   # 1 s old, not 96 s in the future
     world.put('pose', {'x': 2.0, 'y': 2.0}, stamp=3.5, ttl=5.0)
     assert world.assemble(4.0).pack('planner').item('pose').value['x'] == 2.0
+
+
+def test_a_clock_reset_neither_freshens_nor_hides_data():
+    world = World(planner={'board_keys': ['battery', 'goal:*'], 'required': ['battery'],
+                           'events': {'window_s': 120.0, 'kinds': ['CONSTRAINT']}})
+    world.put('battery', 0.5, stamp=99.5, ttl=1.0)
+    world.put('goal:deliver', {'to': 'dock'}, stamp=50.0)
+    constraint = world.log_event(95.0, EventKind.CONSTRAINT, 'zone')
+    assert keys(world.assemble(100.0).pack('planner')) == ['battery', 'goal:deliver']
+    world.assemble(0.0)                     # world reset: /clock jumps back 100 s
+    pack = world.assemble(0.6).pack('planner')   # 1.1 s after the entry's stamp, effective
+    assert keys(pack) == ['goal:deliver']
+    assert missing(pack) == {'battery': STALE}
+    assert pack.missing[0].detail == 'stale for 0.1 s (ttl 1.0 s)'
+    assert [event.seq for event in pack.events] == [constraint.seq]
+    # The window counts effective seconds: the constraint leaves it 120 s after it was logged.
+    assert pack.events == world.assemble(114.9).pack('planner').events
+    assert world.assemble(115.1).pack('planner').events == ()
+    # After the reset new stamps are read on the new epoch: fresh, and ageing normally.
+    world.put('battery', 0.4, stamp=116.0, ttl=1.0)
+    assert keys(world.assemble(116.5).pack('planner')) == ['battery', 'goal:deliver']
+    assert keys(world.assemble(117.5).pack('planner')) == ['goal:deliver']
+
+
+def test_a_forward_jump_ages_everything_by_the_time_skipped():
+    world = World(planner={'board_keys': ['battery'], 'events': {'window_s': 10.0}})
+    world.put('battery', 0.5, stamp=1.0, ttl=5.0)
+    world.log_event(1.0, EventKind.FAILURE, 'slip')
+    pack = world.assemble(2.0).pack('planner')
+    assert keys(pack) == ['battery'] and len(pack.events) == 1
+    pack = world.assemble(60.0).pack('planner')   # 58 s skipped
+    assert keys(pack) == [] and pack.events == ()
+    assert pack.absent[0].detail == 'stale for 54.0 s (ttl 5.0 s)'
+
+
+def test_repeated_resets_keep_one_timeline():
+    world = World(planner={'board_keys': ['battery'], 'events': {'window_s': 30.0}})
+    world.put('battery', 0.5, stamp=10.0, ttl=12.0)
+    world.log_event(10.0, EventKind.FAILURE, 'slip')
+    for now in (12.0, 2.0, 5.0, 1.0, 4.0):       # resets at 2.0 and 1.0
+        pack = world.assemble(now).pack('planner')
+    # Effective time: 12, 12, 15, 15, 18 s; the entry (ttl 12 s from 10 s) is still fresh.
+    assert world.working_set.timebase.now == pytest.approx(18.0)
+    assert world.working_set.timebase.epoch == 2
+    assert keys(pack) == ['battery'] and len(pack.events) == 1
+    pack = world.assemble(9.0).pack('planner')   # effective 23 s
+    assert keys(pack) == [] and len(pack.events) == 1
+    assert pack.absent[0].detail == 'stale for 1.0 s (ttl 12.0 s)'
 
 
 def test_frozen_frame_values_cannot_be_changed():
@@ -449,8 +577,9 @@ def test_served_items_are_fresh_board_truth_and_everything_else_is_explained(
     world.board.apply([BoardEntry(key, value, stamp, importance, ttl, tags)
                        for key, value, stamp, ttl, importance, tags in entries])
     view = world.board.view()
-    for now in times:  # time may also go backwards here
+    for now in times:  # time may also go backwards here: staleness is on the effective timeline
         frame = world.assemble(now)
+        now = world.working_set.timebase.now
         for cabin, pack in frame.packs.items():
             manifest = world.manifests[cabin]
             selected = {key for key in view.entries if manifest.selects.match(key)}

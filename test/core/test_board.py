@@ -1,9 +1,12 @@
 """BoardSnapshot: the latest entry per key, exactly what the board said."""
 
+import math
+
 import pytest
 
 from working_memory.core.board import BoardSnapshot
 from working_memory.core.items import BoardEntry
+from working_memory.core.timebase import TimeBase
 
 
 def test_latest_entry_per_key_wins_and_version_counts_updates():
@@ -54,3 +57,26 @@ def test_view_is_a_frozen_picture_unaffected_by_later_updates():
     with pytest.raises(TypeError):
         view.entries['battery'] = BoardEntry('battery', 1, 0.0)
     assert board.view().get('pose').value == {'x': 2.0}
+
+
+def test_with_a_timebase_entries_are_placed_on_the_effective_timeline_on_arrival():
+    timebase = TimeBase()
+    board = BoardSnapshot(timebase)
+    timebase.observe(100.0)
+    board.apply([BoardEntry('before', 1, 99.5, ttl=1.0)])
+    timebase.observe(0.2)                          # reset: effective 100 s
+    board.apply([BoardEntry('after', 2, 0.2, ttl=1.0)])
+    before, after = board.get('before'), board.get('after')
+    assert (before.stamp, before.effective_stamp) == (99.5, 99.5)
+    assert (after.stamp, after.effective_stamp) == (0.2, 100.0)
+    now = timebase.observe(0.8)                    # effective 100.6 s
+    assert before.is_stale(now) and not after.is_stale(now)
+    assert before.stale_for(now) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize('value', [math.nan, math.inf, {'x': -math.inf}, [1.0, math.nan]])
+def test_non_finite_numbers_are_not_json_and_nothing_applies(value):
+    board = BoardSnapshot()
+    with pytest.raises(ValueError, match="entries\\[0\\] 'k': value: must be JSON"):
+        board.apply([BoardEntry('k', value, 0.0)])
+    assert len(board) == 0

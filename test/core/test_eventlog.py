@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from working_memory.core.eventlog import EventLog
 from working_memory.core.items import Event, EventKind
+from working_memory.core.timebase import TimeBase
 
 FAILURE, ACTION, CONSTRAINT = EventKind.FAILURE, EventKind.ACTION, EventKind.CONSTRAINT
 
@@ -100,3 +101,21 @@ def test_window_equals_a_brute_force_filter(arrivals, since, until, kinds, max_c
     if max_count:
         expected = expected[-max_count:]
     assert list(log.window(since, until, kinds, max_count)) == expected
+
+
+def test_with_a_timebase_windows_count_effective_seconds_across_a_reset():
+    timebase = TimeBase()
+    log = EventLog(10, timebase)
+    timebase.observe(100.0)
+    before = log.append(Event(95.0, CONSTRAINT, key='zone'))
+    now = timebase.observe(2.0)                    # reset: effective 100 s
+    after = log.append(Event(1.5, FAILURE, key='slip'))
+    assert (after.stamp, after.effective_stamp) == (1.5, 99.5)
+    # Both in the last 10 effective seconds, in effective order; stamps stay as sent.
+    assert log.window(now - 10.0, now) == (before, after)
+    assert log.last_stamp(FAILURE) == 99.5
+
+
+def test_non_finite_detail_is_rejected_naming_the_field():
+    with pytest.raises(ValueError, match="event 'k': detail: must be JSON"):
+        EventLog(2).append(Event(1.0, ACTION, key='k', detail={'v': math.inf}))

@@ -4,11 +4,11 @@ import math
 import random
 
 import pytest
-from hypothesis import settings, strategies as st
+from hypothesis import event, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from working_memory.core.eviction import (
-    EvictionRecord, HalfLifeBlend, ImportanceLRU, WorkingSet)
+    EvictionRecord, HalfLifeBlend, ImportanceLRU, Settlement, WorkingSet)
 from working_memory.core.items import Source, json_size
 from working_memory.core.timebase import TimeBase
 
@@ -131,9 +131,10 @@ def test_time_going_backwards_gives_no_negative_ages_and_keeps_recency_order():
     assert working_set.timebase.epoch == 1
     records = put(working_set, 'later', 0.5, now=3.0)
     assert evicted_keys(records) == ['before_reset']
-    assert records[0].last_used == 100.0  # the ROS time the caller gave
-    assert working_set.timebase.now - records[0].stamp >= 0.0
-    assert working_set.get('after_reset').last_used == 2.0
+    # Every time is effective: the reset at 2.0 continues from 100 s.
+    assert (records[0].last_used, records[0].stamp) == (100.0, 101.0)
+    assert working_set.get('after_reset').last_used == 100.0
+    assert working_set.get('later').last_used == 101.0
 
 
 def test_set_limits_shrinks_and_records_the_evictions():
@@ -206,13 +207,45 @@ def test_eviction_log_is_bounded_and_last_eviction_answers_within_it():
         tick=5, key='k4', importance=0.5, last_used=4.0, reason='capacity', stamp=5.0)
 
 
-def test_repeated_evictions_of_one_key_keep_the_latest_record():
+def test_an_evicted_key_put_again_and_still_lowest_is_not_evicted_twice():
     working_set = WorkingSet(capacity=1, log_limit=2)
     put(working_set, 'keep', 0.9, now=0.0)
-    for now in (1.0, 2.0, 3.0):
-        put(working_set, 'flicker', 0.1, now=now)
-    assert working_set.last_eviction('flicker').last_used == 3.0
-    assert working_set.evictions_total == 3
+    assert evicted_keys(put(working_set, 'flicker', 0.1, now=1.0)) == ['flicker']
+    for now in (2.0, 3.0):
+        # New content competes, loses again, and stays out: no second event.
+        assert put(working_set, 'flicker', 0.1, now=now, value=now) == []
+    assert working_set.evictions_total == 1
+    assert working_set.eviction_of('flicker').last_used == 1.0
+    assert working_set.evicted_item('flicker').value == 3.0
+    assert working_set.readmission('flicker') is None
+
+
+def test_an_evicted_key_returns_when_its_new_content_outranks_a_present_item():
+    working_set = WorkingSet(capacity=1)
+    working_set.tick = 1
+    put(working_set, 'a', 0.5, now=0.0)
+    assert evicted_keys(put(working_set, 'b', 0.5, now=1.0)) == ['a']
+    working_set.tick = 2
+    working_set.put('a', 'new', importance=0.5, now=2.0, defer_eviction=True)
+    settlement = working_set.settle()
+    assert evicted_keys(settlement.evicted) == ['b']
+    assert [(r.key, r.tick, r.evicted_tick) for r in settlement.readmitted] == [('a', 2, 1)]
+    assert working_set.readmission('a') == settlement.readmitted[0]
+    assert working_set.eviction_of('a') is None and working_set.eviction_of('b') is not None
+
+
+def test_a_candidate_competes_with_the_rank_of_its_last_use():
+    working_set = WorkingSet(capacity=2)
+    put(working_set, 'old', 0.5, now=0.0)
+    put(working_set, 'mid', 0.5, now=1.0)
+    assert evicted_keys(put(working_set, 'new', 0.5, now=2.0)) == ['old']
+    # Wanting it again does not refresh it: it stays below what is present.
+    assert working_set.settle(['old']) == Settlement((), ())
+    working_set.remove('mid')
+    settlement = working_set.settle(['old', 'never_seen'])
+    assert [r.key for r in settlement.readmitted] == ['old']
+    assert working_set.get('old').last_used == 0.0   # back with its old rank, not used yet
+    assert evicted_keys(put(working_set, 'newest', 0.5, now=3.0)) == ['old']
 
 
 def test_many_touches_keep_the_heap_bounded_and_the_order_exact():
@@ -321,12 +354,19 @@ TIME_STEPS = st.one_of(st.floats(min_value=0.0, max_value=5.0),
 
 
 class ReferenceWorkingSet:
-    """Obviously correct model: a dict and a full scan for every victim."""
+    """Obviously correct model: dicts and a full scan for every victim.
+
+    Evicted items are kept with the rank of their last use. A settlement puts the
+    wanted ones back and evicts lowest first; only present items evicted are events,
+    and the returning items that stay are readmitted.
+    """
 
     def __init__(self, capacity, size_budget, rank):
         self.capacity, self.size_budget, self.rank = capacity, size_budget, rank
         self.timebase = TimeBase()
-        self.items = {}  # key -> dict(importance, exempt, size, effective, order)
+        self.items = {}    # key -> dict(importance, exempt, size, effective, order)
+        self.evicted = {}  # key -> the same dict as when it was evicted
+        self.returning = set()
         self.order = 0
 
     def use(self, key, now, **fields):
@@ -334,8 +374,22 @@ class ReferenceWorkingSet:
         entry = self.items.setdefault(key, {})
         entry.update(fields, effective=self.timebase.observe(now), order=self.order)
 
-    def evict_to_fit(self):
-        victims = []
+    def put(self, key, now, **fields):
+        if key not in self.items and key in self.evicted:
+            self.items[key] = self.evicted.pop(key)
+            self.returning.add(key)
+        self.use(key, now, **fields)
+
+    def remove(self, key):
+        self.evicted.pop(key, None)
+        self.returning.discard(key)
+        return self.items.pop(key, None)
+
+    def settle(self, candidates=()):
+        for key in set(candidates) & set(self.evicted):
+            self.items[key] = self.evicted.pop(key)
+            self.returning.add(key)
+        events = []
         while True:
             candidates = [key for key, entry in self.items.items() if not entry['exempt']]
             total = sum(entry['size'] for entry in self.items.values())
@@ -344,10 +398,15 @@ class ReferenceWorkingSet:
             elif self.size_budget is not None and total > self.size_budget and candidates:
                 reason = 'size_budget'
             else:
-                return victims
+                break
             victim = min(candidates, key=lambda key: self.rank(self.items[key]))
-            del self.items[victim]
-            victims.append((victim, reason))
+            self.evicted[victim] = self.items.pop(victim)
+            if victim in self.returning:
+                self.returning.discard(victim)
+            else:
+                events.append((victim, reason))
+        readmitted, self.returning = self.returning, set()
+        return events, readmitted
 
 
 def importance_then_recency(entry):
@@ -363,7 +422,7 @@ def decayed_importance(half_life_s):
 
 
 class WorkingSetMachine(RuleBasedStateMachine):
-    """Random put/touch/remove/set_limits sequences, checked step by step against the model."""
+    """Random put/touch/remove/settle/set_limits sequences, checked step by step."""
 
     def make_policy(self):
         return ImportanceLRU(), importance_then_recency
@@ -375,35 +434,72 @@ class WorkingSetMachine(RuleBasedStateMachine):
         self.model = ReferenceWorkingSet(capacity, size_budget, rank)
         self.ros_now = 0.0
         self.tick = 0
+        self.out = set()   # keys evicted by a recorded event and not since readmitted
 
     def advance(self, step):
         self.ros_now += step
         self.tick += 1
         self.working_set.tick = self.tick
 
-    def check_evictions(self, keys_before, records):
-        expected = self.model.evict_to_fit()
+    def present_after_puts(self, keys):
+        """Keys that a settlement evicts with a record if they go: present ones and new ones."""
+        evicted = {item.key for item in self.working_set.evicted_items()}
+        return set(self.working_set.keys()) | (set(keys) - evicted)
+
+    def check_settlement(self, keys_before, records, readmitted=None):
+        expected, expected_back = self.model.settle(getattr(self, 'offered', ()))
+        self.offered = ()
         assert [(r.key, r.reason) for r in records] == expected
         assert all(r.tick == self.tick for r in records)
-        # Every key that vanished without remove() is in the returned records and the log.
+        if readmitted is not None:
+            assert {r.key for r in readmitted} == expected_back
+            assert all(r.tick == self.tick for r in readmitted)
+        # Every key that vanished without remove() is in the records and the log (a returning
+        # one evicted again is not: it never came back).
         vanished = keys_before - set(self.working_set.keys())
         assert sorted(vanished) == sorted(r.key for r in records)
         if records:
             assert list(self.working_set.eviction_log[-len(records):]) == records
         assert set(self.working_set.keys()) == set(self.model.items)
+        assert {item.key for item in self.working_set.evicted_items()} == set(self.model.evicted)
+        # Eviction is an event: a key is not evicted again until it has come back.
+        for record in records:
+            assert record.key not in self.out
+            self.out.add(record.key)
+        self.out -= set(self.model.items)
+        assert self.out <= set(self.model.evicted)
 
     @rule(key=st.sampled_from(KEYS), importance=IMPORTANCES, value=VALUES,
           exempt=st.booleans(), step=TIME_STEPS)
     def put(self, key, importance, value, exempt, step):
         self.advance(step)
-        keys_before = set(self.working_set.keys()) | {key}
+        keys_before = self.present_after_puts([key])
         total_before = self.working_set.evictions_total
         records = self.working_set.put(key, value, importance=importance, now=self.ros_now,
                                        exempt=exempt)
-        self.model.use(key, self.ros_now, importance=importance, size=json_size(value),
+        self.model.put(key, self.ros_now, importance=importance, size=json_size(value),
                        exempt=exempt or key.startswith(('goal', 'safety')))
-        self.check_evictions(keys_before, records)
+        self.check_settlement(keys_before, records)
         assert self.working_set.evictions_total == total_before + len(records)
+
+    @rule(puts=st.lists(st.tuples(st.sampled_from(KEYS), IMPORTANCES, VALUES), max_size=6),
+          offered=st.sets(st.sampled_from(KEYS)), step=TIME_STEPS)
+    def batch(self, puts, offered, step):
+        """One tick: deferred puts, then a settlement offering evicted keys back."""
+        self.advance(step)
+        keys_before = self.present_after_puts([key for key, _, _ in puts])
+        for key, importance, value in puts:
+            self.working_set.put(key, value, importance=importance, now=self.ros_now,
+                                 defer_eviction=True)
+            self.model.put(key, self.ros_now, importance=importance, size=json_size(value),
+                           exempt=key.startswith(('goal', 'safety')))
+        self.offered = offered
+        settlement = self.working_set.settle(offered)
+        self.check_settlement(keys_before, list(settlement.evicted), settlement.readmitted)
+        for readmission in settlement.readmitted:
+            assert self.working_set.readmission(readmission.key) == readmission
+        event(f'readmitted {min(len(settlement.readmitted), 2)}')
+        event(f'offered and evicted {min(len(offered & set(self.model.evicted)), 2)}')
 
     @precondition(lambda self: len(self.working_set) > 0)
     @rule(data=st.data(), step=TIME_STEPS)
@@ -412,13 +508,15 @@ class WorkingSetMachine(RuleBasedStateMachine):
         self.advance(step)
         self.working_set.touch(key, now=self.ros_now)
         self.model.use(key, self.ros_now)
-        assert self.working_set.get(key).last_used == self.ros_now
+        assert self.working_set.get(key).last_used == self.model.items[key]['effective']
 
     @rule(key=st.sampled_from(KEYS))
     def remove(self, key):
         total_before = self.working_set.evictions_total
         removed = self.working_set.remove(key)
-        assert (removed is not None) == (self.model.items.pop(key, None) is not None)
+        assert (removed is not None) == (self.model.remove(key) is not None)
+        assert self.working_set.evicted_item(key) is None
+        self.out.discard(key)
         assert self.working_set.evictions_total == total_before
 
     @rule(capacity=st.integers(1, 8), size_budget=st.none() | st.integers(1, 120))
@@ -428,7 +526,7 @@ class WorkingSetMachine(RuleBasedStateMachine):
         keys_before = set(self.working_set.keys())
         records = self.working_set.set_limits(capacity, size_budget)
         self.model.capacity, self.model.size_budget = capacity, size_budget
-        self.check_evictions(keys_before, records)
+        self.check_settlement(keys_before, records)
 
     @invariant()
     def capacity_is_respected_except_exempt_overflow(self):
@@ -457,9 +555,11 @@ class WorkingSetMachine(RuleBasedStateMachine):
                        for record in self.working_set.eviction_log)
 
     @invariant()
-    def eviction_stamps_are_never_in_the_future(self):
+    def ages_are_never_negative(self):
         now = self.working_set.timebase.now
-        assert all(record.stamp <= now for record in self.working_set.eviction_log)
+        assert all(record.last_used <= record.stamp <= now
+                   for record in self.working_set.eviction_log)
+        assert all(item.last_used <= now for item in self.working_set.items())
 
 
 class HalfLifeBlendMachine(WorkingSetMachine):

@@ -47,5 +47,7 @@ def test_frozen_values_serialize_copy_and_pickle_like_plain_json():
 
 def test_check_json_names_the_value_it_rejects():
     check_json({'a': [1, 2.5, None, 'x']}, 'ok')
-    with pytest.raises(ValueError, match='entries\\[0\\]: must be JSON-serializable'):
+    with pytest.raises(ValueError, match='entries\\[0\\]: must be JSON'):
         check_json({'a': {1, 2}}, 'entries[0]')
+    with pytest.raises(ValueError, match='entries\\[1\\]: must be JSON .RFC 8259: no NaN'):
+        check_json({'a': [1.0, float('nan')]}, 'entries[1]')

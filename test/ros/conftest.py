@@ -15,7 +15,7 @@ from nav_msgs.msg import OccupancyGrid
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 
-from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent
+from working_memory.msg import BoardUpdate, ContextFrame, EvictionBatch, LogEvent
 from working_memory.ros import qos
 from working_memory.ros.node import WorkingMemoryNode, make_executor
 from working_memory.srv import Assemble, Explain
@@ -85,19 +85,24 @@ class MemoryProbe:
         self.node = rclpy.create_node('wm_probe', namespace=namespace, context=context)
         self.spin_until = spin_until
         self.node_name = node_name
-        self.frames, self.evictions, self.diagnostics = [], [], []
+        self.frames, self.batches, self.diagnostics = [], [], []
         own = f'{namespace}/{node_name}'
         self.board = self.node.create_publisher(BoardUpdate, 'board', qos.stream_qos())
         self.map = self.node.create_publisher(OccupancyGrid, 'map', qos.map_qos())
         self.log = self.node.create_publisher(LogEvent, 'log', qos.stream_qos())
         self.node.create_subscription(ContextFrame, f'{own}/frame', self.frames.append,
                                       qos.frame_qos())
-        self.node.create_subscription(Eviction, f'{own}/evictions', self.evictions.append,
+        self.node.create_subscription(EvictionBatch, f'{own}/evictions', self.batches.append,
                                       qos.stream_qos())
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self.diagnostics.append,
                                       qos.diagnostics_qos())
         self.assemble_client = self.node.create_client(Assemble, f'{own}/assemble')
         self.explain_client = self.node.create_client(Explain, f'{own}/explain')
+
+    @property
+    def evictions(self):
+        """Return every Eviction received so far, from all eviction batches."""
+        return [eviction for batch in self.batches for eviction in batch.evictions]
 
     def call(self, client, request):
         """Call a service and return its response (spinning until it arrives)."""

@@ -14,7 +14,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
-from working_memory.msg import ContextFrame, ContextPack, Eviction, MissingItem, WorkingItem
+from working_memory.msg import (ContextFrame, ContextPack, Eviction, EvictionBatch, MissingItem,
+                                WorkingItem)
 from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
 from working_memory.tools.bag import BagError
 from working_memory.tools.inspect import main as inspect_main
@@ -75,7 +76,7 @@ def recorder_node(context, bag: Path) -> RecorderNode:
 def test_recorder_writes_every_frame_eviction_and_diagnostic(context, executor, tmp_path):
     source = rclpy.create_node('wm_source', context=context)
     frames = source.create_publisher(ContextFrame, FRAME_TOPIC, frame_qos())
-    evictions = source.create_publisher(Eviction, EVICTIONS_TOPIC, stream_qos())
+    evictions = source.create_publisher(EvictionBatch, EVICTIONS_TOPIC, stream_qos())
     diagnostics = source.create_publisher(DiagnosticArray, '/diagnostics', diagnostics_qos())
     recorder = recorder_node(context, tmp_path / 'bag')
     executor.add_node(source)
@@ -86,7 +87,9 @@ def test_recorder_writes_every_frame_eviction_and_diagnostic(context, executor, 
         if tick == 3:
             eviction = Eviction(tick=3, key='battery', importance=0.3, reason=Eviction.CAPACITY)
             eviction.header.stamp.sec, eviction.last_used.sec = 3, 1
-            evictions.publish(eviction)
+            batch = EvictionBatch(tick=3, evictions=[eviction])
+            batch.header.stamp.sec = 3
+            evictions.publish(batch)
         frames.publish(frame(tick, battery=tick < 3))
         spin_until(executor, lambda: recorder.counts[FRAME_TOPIC] == tick, f'frame {tick}')
     status = DiagnosticStatus(name='working_memory: capacity', level=DiagnosticStatus.ERROR,

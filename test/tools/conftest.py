@@ -18,9 +18,9 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.serialization import serialize_message
 
-from working_memory.msg import (ContextFrame, ContextPack, Eviction, LogEvent, MissingItem,
-                                WorkingItem)
-from working_memory.tools.bag import BagWriter, DIAGNOSTICS_TYPE, EVICTION_TYPE, FRAME_TYPE
+from working_memory.msg import (ContextFrame, ContextPack, Eviction, EvictionBatch, LogEvent,
+                                MissingItem, WorkingItem)
+from working_memory.tools.bag import DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE, FRAME_TYPE, BagWriter
 
 FRAME_TOPIC = '/working_memory/frame'
 EVICTIONS_TOPIC = '/working_memory/evictions'
@@ -97,6 +97,13 @@ def eviction(tick: int, key: str, importance: float, last_used_tick: int) -> Evi
     return msg
 
 
+def eviction_batch(tick: int, evictions=(), readmitted=()) -> EvictionBatch:
+    """Return the transitions of `tick`: Eviction messages and readmitted keys."""
+    msg = EvictionBatch(tick=tick, evictions=list(evictions), readmitted=list(readmitted))
+    msg.header.stamp = stamp_of(tick)
+    return msg
+
+
 def alarm_status(tick: int, alarm: bool) -> DiagnosticArray:
     """Return the node's diagnostics reporting the capacity alarm at `tick`."""
     status = DiagnosticStatus(level=DiagnosticStatus.ERROR if alarm else DiagnosticStatus.OK,
@@ -115,10 +122,11 @@ def write_synthetic_run(path: Path, storage: str = 'mcap') -> Path:
         for tick in TICKS:
             writer.write(FRAME_TOPIC, FRAME_TYPE, serialize_message(frame(tick)), ns_of(tick))
             if tick == 4:
-                for key, importance, last_used in (('battery', 0.2, 2), ('scan', 0.1, 3)):
-                    writer.write(EVICTIONS_TOPIC, EVICTION_TYPE,
-                                 serialize_message(eviction(tick, key, importance, last_used)),
-                                 ns_of(tick))
+                batch = eviction_batch(tick, [eviction(tick, key, importance, last_used)
+                                              for key, importance, last_used
+                                              in (('battery', 0.2, 2), ('scan', 0.1, 3))])
+                writer.write(EVICTIONS_TOPIC, EVICTION_BATCH_TYPE, serialize_message(batch),
+                             ns_of(tick))
             if tick in (5, 7):
                 writer.write(DIAGNOSTICS_TOPIC, DIAGNOSTICS_TYPE,
                              serialize_message(alarm_status(tick, tick == 5)), ns_of(tick))

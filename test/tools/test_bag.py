@@ -25,7 +25,7 @@ def test_bag_type_hashes_match_the_ones_rosidl_generated(synthetic_bag):
     share = Path(get_package_share_directory('working_memory')) / 'msg'
     with Reader(synthetic_bag) as reader:
         recorded = {c.msgtype: c.digest for c in reader.connections}
-    for msgtype in ('ContextFrame', 'Eviction'):
+    for msgtype in ('ContextFrame', 'EvictionBatch'):
         generated = json.loads((share / f'{msgtype}.json').read_text())['type_hashes'][0]
         assert recorded[f'working_memory/msg/{msgtype}'] == generated['hash_string']
 

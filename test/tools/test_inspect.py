@@ -10,8 +10,8 @@ import pytest
 from builtin_interfaces.msg import Time
 from rclpy.serialization import serialize_message
 
-from working_memory.msg import ContextFrame, ContextPack, Eviction, WorkingItem
-from working_memory.tools.bag import BagWriter, EVICTION_TYPE, FRAME_TYPE
+from working_memory.msg import ContextFrame, ContextPack, Eviction, EvictionBatch, WorkingItem
+from working_memory.tools.bag import EVICTION_BATCH_TYPE, EVICTION_TYPE, FRAME_TYPE, BagWriter
 from working_memory.tools.inspect import main
 from working_memory.tools.recording import load_recording
 from working_memory.tools.report import write_report
@@ -61,33 +61,43 @@ def test_why_in_a_cabin_that_never_selects_the_key_says_not_in_pack(synthetic_ba
     assert history.first_seen is None
 
 
+def write_sensor_frame(writer, tick, served, cabins=('planner',)):
+    """Write the frame of `tick` (one per second); the first cabin serves 'sensor:0' if `served`."""
+    items = [WorkingItem(key='sensor:0', value='{"reading": 0.1}', source='board',
+                         importance=0.05, last_used=Time(sec=tick))] if served else []
+    packs = [ContextPack(tick=tick, cabin=cabin, items=items if n == 0 else [])
+             for n, cabin in enumerate(cabins)]
+    msg = ContextFrame(tick=tick, digest=f'{tick:064x}', packs=packs)
+    msg.header.stamp = Time(sec=tick)
+    writer.write('/working_memory/frame', FRAME_TYPE, serialize_message(msg), tick * 10**9)
+
+
+def sensor_eviction(tick):
+    """Return the eviction of 'sensor:0' at `tick`, last used a second before."""
+    eviction = Eviction(tick=tick, key='sensor:0', importance=0.05,
+                        last_used=Time(sec=tick - 1), reason=Eviction.CAPACITY)
+    eviction.header.stamp = Time(sec=tick)
+    return eviction
+
+
 def write_unrequired_eviction_run(path):
     """Write ticks 1-6 (one per second): the planner selects but does not require 'sensor:0'.
 
-    The key is evicted (capacity) in ticks 3 and 4, so it is absent from the planner's
-    packs there with no MissingItem; the executor never selects it.
+    An older bag (one Eviction per message, evictions as a steady state): the key is
+    evicted (capacity) in ticks 3 and 4, so it is absent from the planner's packs there
+    with no MissingItem; the executor never selects it.
     """
     with BagWriter(path, 'mcap') as writer:
         for tick in range(1, 7):
             evicted = tick in (3, 4)
-            items = [] if evicted else [WorkingItem(key='sensor:0', value='{"reading": 0.1}',
-                                                    source='board', importance=0.05,
-                                                    last_used=Time(sec=tick))]
-            msg = ContextFrame(tick=tick, digest=f'{tick:064x}', packs=[
-                ContextPack(tick=tick, cabin='planner', items=items),
-                ContextPack(tick=tick, cabin='executor')])
-            msg.header.stamp = Time(sec=tick)
-            writer.write('/working_memory/frame', FRAME_TYPE, serialize_message(msg), tick * 10**9)
+            write_sensor_frame(writer, tick, not evicted, ('planner', 'executor'))
             if evicted:
-                eviction = Eviction(tick=tick, key='sensor:0', importance=0.05,
-                                    last_used=Time(sec=tick - 1), reason=Eviction.CAPACITY)
-                eviction.header.stamp = Time(sec=tick)
                 writer.write('/working_memory/evictions', EVICTION_TYPE,
-                             serialize_message(eviction), tick * 10**9)
+                             serialize_message(sensor_eviction(tick)), tick * 10**9)
     return path
 
 
-def test_why_shows_a_selected_unrequired_key_as_evicted_in_its_eviction_ticks(tmp_path, capsys):
+def test_why_reads_older_bags_with_one_eviction_per_message(tmp_path, capsys):
     bag = write_unrequired_eviction_run(tmp_path / 'unrequired')
     code, out, _ = run_cli(capsys, bag, '--why', 'sensor:0')
     assert code == 0
@@ -102,6 +112,39 @@ def test_why_shows_a_selected_unrequired_key_as_evicted_in_its_eviction_ticks(tm
         'unused for 1.00 s)',
         '  ticks 5-6: present (importance 0.05)',
     ]
+
+
+def write_readmission_run(path):
+    """Write ticks 1-8: 'sensor:0' is evicted once in tick 3, out until it is back in tick 6."""
+    with BagWriter(path, 'mcap') as writer:
+        for tick in range(1, 9):
+            write_sensor_frame(writer, tick, tick not in (3, 4, 5))
+            batch = {3: EvictionBatch(tick=tick, evictions=[sensor_eviction(tick)]),
+                     6: EvictionBatch(tick=tick, readmitted=['sensor:0'])}.get(tick)
+            if batch is not None:
+                batch.header.stamp = Time(sec=tick)
+                writer.write('/working_memory/evictions', EVICTION_BATCH_TYPE,
+                             serialize_message(batch), tick * 10**9)
+    return path
+
+
+def test_why_shows_an_evicted_key_out_until_it_is_readmitted(tmp_path, capsys):
+    bag = write_readmission_run(tmp_path / 'readmitted')
+    code, out, _ = run_cli(capsys, bag, '--why', 'sensor:0')
+    assert code == 0
+    assert out.splitlines() == [
+        "why 'sensor:0': ticks 1-8 recorded",
+        '  evicted at tick 3 (CAPACITY): importance 0.05, unused for 1.00 s',
+        '  readmitted at tick 6 (evicted at tick 3)',
+        'cabin planner:',
+        '  first seen: tick 1',
+        '  ticks 1-2: present (importance 0.05)',
+        '  ticks 3-5: missing EVICTED (evicted at tick 3 (CAPACITY): importance 0.05, '
+        'unused for 1.00 s)',
+        '  ticks 6-8: present (importance 0.05, readmitted)',
+    ]
+    recording = load_recording(bag)
+    assert [(r.tick, r.key) for r in recording.readmissions] == [(6, 'sensor:0')]
 
 
 def test_why_never_blames_an_eviction_in_a_cabin_that_never_had_the_key(tmp_path):

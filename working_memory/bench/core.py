@@ -51,7 +51,7 @@ QUICK_WINDOW_RADIUS_M = 1.0
 # The delivery robot's manifests (planner, executor, monitor).
 CONFIG = share_path('config', 'working_memory.yaml')
 TICK_PERIOD_S = 0.1         # [s] a 10 Hz decision loop
-# The cabins select about 150 items a tick: 256 holds them all, 64 forces evictions every tick.
+# The cabins select about 150 items a tick: 256 holds them all, 64 keeps them over capacity.
 ASSEMBLY_CAPACITIES = (256, 64)
 
 

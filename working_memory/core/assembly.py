@@ -2,12 +2,19 @@
 
 Per cabin the manifest selects board entries (direct reads, semantic tag
 filter), an event window and a map window. Every selected item of every cabin
-is put into (or touched in) the working set with eviction deferred; then the
-set evicts once per tick, forgetting by value, so what goes is the tick's least
-valuable item and never one the same tick puts back. Each pack then lists only
-what is still present, and everything asked for but not served is reported
-with a reason. The whole tick runs under one lock, so all packs of a frame come from
-the same board picture and the same working set state.
+goes to the working set: new or changed content is put with eviction deferred,
+evicted items selected again unchanged are offered back with the rank of their
+last use; then the set settles once per tick, forgetting by value, so what goes
+is the tick's least valuable item and never one the same tick puts back, and an
+item evicted stays out until it earns its place again (eviction is an event,
+not a steady state). What is served is then touched (used). Each pack lists
+only what is present, and everything asked for but not served is reported
+with a reason. The whole tick runs under one lock, so all packs of a frame come
+from the same board picture and the same working set state.
+
+Time: `assemble` takes the tick's ROS time and puts it on the working set's
+effective timeline; staleness, event windows and ages are judged there (see
+`core.timebase.TimeBase`), so a clock reset neither freshens nor hides data.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from typing import Any, Iterable, Mapping
 from working_memory.core.board import BoardSnapshot, BoardView
 from working_memory.core.checks import is_finite_number
 from working_memory.core.eventlog import EventLog
-from working_memory.core.eviction import EvictionRecord, WorkingSet
+from working_memory.core.eviction import EvictionRecord, Settlement, WorkingSet
 from working_memory.core.frames import Frame, Pack, freeze_window, make_frame, make_pack
 from working_memory.core.gridmap import GridMap, MapWindow, as_point
 from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason, Source
@@ -48,6 +55,7 @@ def event_item_kind(key: str) -> str | None:
 
 
 def _stale_detail(entry: BoardEntry, now: float) -> str:
+    """Describe a stale entry at effective time `now` [s]."""
     return f'stale for {entry.stale_for(now):.1f} s (ttl {entry.ttl:.1f} s)'
 
 
@@ -131,7 +139,9 @@ class Assembler:
 
         `pose` is (x, y) [m] or `{x, y}`; None reads the board's pose key (no pose
         when the assembler has none).
-        `grid` None means no map has arrived yet.
+        `grid` None means no map has arrived yet. The board and the log should
+        place their stamps on the working set's timebase (their `timebase`
+        argument), so that ttl and windows hold across clock resets.
         """
         if not is_finite_number(now):
             raise ValueError(f'now: must be a finite time in seconds, got {now!r}')
@@ -139,20 +149,23 @@ class Assembler:
         view = board.view()
         with self._lock:
             self._ws.tick = tick
+            effective = self._ws.timebase.observe(now)
             self._forget_removed(view)
-            robot = _Pose(xy) if xy is not None else self._board_pose(view, now)
+            robot = _Pose(xy) if xy is not None else self._board_pose(view, effective)
             windows: dict[tuple, tuple[MapWindow | None, Missing | None]] = {}
-            selections = [self._select(manifest, view, log, grid, now, robot, windows)
+            selections = [self._select(manifest, view, log, grid, effective, robot, windows)
                           for manifest in self._manifests.values()]
-            evictions = self._store(selections, now)
-            packs = [self._pack(selection, tick, now, log) for selection in selections]
-            return make_frame(tick, now, packs, evictions, self._ws.capacity_alarm)
+            settlement = self._store(selections, now, effective)
+            packs = [self._pack(selection, tick, now, effective, log)
+                     for selection in selections]
+            return make_frame(tick, now, packs, settlement.evicted, self._ws.capacity_alarm,
+                              effective=effective, readmitted=settlement.readmitted)
 
     # -- selection ----------------------------------------------------------
 
     def _forget_removed(self, view: BoardView) -> None:
         """Board items the board no longer holds leave the working set (not an eviction)."""
-        for item in self._ws.items():
+        for item in self._ws.items() + self._ws.evicted_items():
             if item.source is Source.BOARD and item.key not in view.entries:
                 self._ws.remove(item.key)
 
@@ -311,8 +324,16 @@ class Assembler:
 
     # -- working set --------------------------------------------------------
 
-    def _store(self, selections: list[_Selection], now: float) -> list[EvictionRecord]:
-        """Put or touch every selected item at `now`; return the evictions of this tick."""
+    def _store(self, selections: list[_Selection], now: float,
+               effective: float) -> Settlement:
+        """Settle this tick's selection in the working set at ROS `now` [s]; return the changes.
+
+        New or changed content is put (new information is fresh); an evicted
+        item selected again unchanged is only a candidate, competing with the
+        rank of its last use; what is present after the settlement and selected
+        is then used (touched), so an unchanged selection settles once and
+        stays settled.
+        """
         ws = self._ws
         wanted: dict[str, dict] = {}
         for selection in selections:
@@ -326,30 +347,41 @@ class Assembler:
                       manifest.weight_for(key) if event.importance is None else event.importance,
                       event.kind in EXEMPT_EVENT_KINDS)
         # An event that left every cabin's window has ended its scope: not an eviction.
-        for item in ws.items():
+        for item in ws.items() + ws.evicted_items():
             if item.source is Source.LOG and item.key not in wanted:
                 ws.remove(item.key)
         for key in sorted({key for selection in selections for key in selection.stale}):
             item = ws.get(key)
             if item is not None and not item.stale:
-                ws.put(key, item.value, importance=item.importance, now=now,
-                       source=item.source, stamp=item.stamp, stale=True,
-                       exempt=item.exempt, size=item.size, defer_eviction=True)
-        for key in sorted(wanted):
+                ws.mark_stale(key)
+        keys = sorted(wanted)
+        candidates = []
+        for key in keys:
             want = wanted[key]
             item = ws.get(key)
-            if (item is not None and item.value is want['value'] and item.stamp == want['stamp']
-                    and item.importance == want['importance'] and not item.stale):
-                ws.touch(key, now)
-            else:
-                ws.put(key, now=now, defer_eviction=True, **want)
+            if item is None:
+                item = ws.evicted_item(key)
+                if item is not None and _unchanged(item, want):
+                    candidates.append(key)
+                    continue
+            elif _unchanged(item, want):
+                continue
+            ws.put(key, now=now, defer_eviction=True, **want)
         # Evict once, after the whole tick's selection is in: what goes is the least
-        # valuable of the tick, never an item put back a moment later.
-        return ws.evict_to_fit()
+        # valuable of the tick, never an item put back a moment later. Unchanged present
+        # items compete with their last use, so an unchanged selection keeps its winners.
+        settlement = ws.settle(candidates)
+        for key in keys:
+            item = ws.get(key)
+            if item is not None and item.last_used < effective:  # served, not put this tick
+                ws.touch(key, now)
+        return settlement
 
     # -- packs --------------------------------------------------------------
 
-    def _pack(self, selection: _Selection, tick: int, now: float, log: EventLog) -> Pack:
+    def _pack(self, selection: _Selection, tick: int, stamp: float, now: float,
+              log: EventLog) -> Pack:
+        """Freeze one cabin's pack at ROS time `stamp`, effective time `now` [s]."""
         ws = self._ws
         items = [ws.get(key) for key in selection.board if key in ws]
         events = [event for key, event in selection.events.items() if key in ws]
@@ -363,12 +395,16 @@ class Assembler:
         self._require_events(selection, events, log, now)
         self._report_drops(selection)
         absent = {**selection.board_absent, **selection.event_absent}
-        return make_pack(selection.manifest.name, tick, now, items, events, selection.map_window,
-                         sorted(selection.missing.values(), key=_by_key),
-                         sorted(absent.values(), key=_by_key))
+        served = [item.key for item in items] + [event_item_key(event) for event in events]
+        returned = [r for r in map(ws.readmission, served) if r is not None]
+        return make_pack(selection.manifest.name, tick, stamp, items, events,
+                         selection.map_window, sorted(selection.missing.values(), key=_by_key),
+                         sorted(absent.values(), key=_by_key), effective=now,
+                         readmitted=sorted(returned, key=lambda r: r.key))
 
     def _evicted(self, key: str, now: float) -> Missing:
-        record = self._ws.last_eviction(key)
+        """Report a selected key that is evicted, as of effective time `now` [s]."""
+        record = self._ws.eviction_of(key) or self._ws.last_eviction(key)
         if record is None:
             return Missing(key, MissingReason.EVICTED, 'evicted (record no longer in the log)')
         unused_s = max(0.0, now - record.last_used)
@@ -407,9 +443,11 @@ class Assembler:
                 selection.missing[spec] = _summarise(spec, absent, why_not)
                 continue
             cap = f', newest {scope.max_count}' if scope.max_count else ''
+            # Ages, not times: they read the same on any epoch's clock.
             selection.missing[spec] = _summarise(spec, absent, (
-                f'none in the window [{now - scope.window_s:.1f}, {now:.1f}] s{cap}; '
-                f'last {kind} event at t={max(stamps):.1f} s'), MissingReason.OUT_OF_SCOPE)
+                f'none in the window of the last {scope.window_s:.1f} s{cap}; '
+                f'last {kind} event {max(0.0, now - max(stamps)):.1f} s ago'),
+                MissingReason.OUT_OF_SCOPE)
 
     def _report_drops(self, selection: _Selection) -> None:
         """Make every injected drop visible in the pack, so a test can see it was active."""
@@ -425,6 +463,12 @@ class Assembler:
                 if keys:
                     detail += ': ' + ', '.join(keys[:5]) + (', ...' if len(keys) > 5 else '')
             selection.missing[spec] = Missing(spec, MissingReason.INJECTED_DROP, detail)
+
+
+def _unchanged(item, want: dict) -> bool:
+    """Return True when a working item already holds what the selection wants of it."""
+    return (item.value is want['value'] and item.stamp == want['stamp']
+            and item.importance == want['importance'] and not item.stale)
 
 
 def _want(wanted: dict, key: str, source: Source, value: Any, stamp: float, importance: float,

@@ -10,6 +10,7 @@ from typing import Iterable, Mapping
 
 from working_memory.core.frozen import check_json, deep_freeze
 from working_memory.core.items import BoardEntry
+from working_memory.core.timebase import TimeBase
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,14 @@ class BoardSnapshot:
     The truth stays in the state board: this class holds what the last
     updates said and never invents, ages out or merges entries. Values are
     deep-frozen on arrival so a frame built from them cannot be changed later.
+    With a `timebase` (the working set's), each entry's stamp is placed on the
+    effective timeline on arrival (`TimeBase.place`), so its ttl runs on the
+    same timeline as everything else across clock resets; the owner observes
+    the arrival time first.
     """
 
-    def __init__(self):
+    def __init__(self, timebase: TimeBase | None = None):
+        self._timebase = timebase
         self._lock = threading.Lock()
         self._entries: dict[str, BoardEntry] = {}
         self._version = 0
@@ -57,7 +63,10 @@ class BoardSnapshot:
         both = {entry.key for entry in entries}.intersection(removed_keys)
         if both:
             raise ValueError(f'removed_keys: {sorted(both)} also set by the same update')
-        frozen = [dataclasses.replace(entry, value=deep_freeze(entry.value)) for entry in entries]
+        timebase = self._timebase
+        frozen = [dataclasses.replace(entry, value=deep_freeze(entry.value), effective_stamp=(
+            entry.effective_stamp if timebase is None else timebase.place(entry.stamp)))
+            for entry in entries]
         with self._lock:
             removed = [key for key in dict.fromkeys(removed_keys)
                        if self._entries.pop(key, None) is not None]

@@ -8,24 +8,29 @@ import math
 import threading
 from typing import Iterable
 
-from working_memory.core.checks import check_int, is_finite_number
+from working_memory.core.checks import check_int
 from working_memory.core.frozen import check_json, deep_freeze
 from working_memory.core.items import Event, EventKind
+from working_memory.core.timebase import TimeBase
 
 
 class EventLog:
-    """Events ordered by (stamp, seq), holding at most `limit`; thread-safe.
+    """Events ordered by (effective stamp, seq), holding at most `limit`; thread-safe.
 
     `append` assigns each event the next `seq`; a late event is inserted at
     its time, so windows stay ordered. Beyond `limit` the oldest events are
-    dropped and counted in `dropped`, never silently.
+    dropped and counted in `dropped`, never silently. With a `timebase` (the
+    working set's) each event's stamp is placed on the effective timeline on
+    arrival (`TimeBase.place`), and windows and `last_stamp` are effective times
+    [s], so a clock reset neither hides old events nor reorders new ones.
     """
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, timebase: TimeBase | None = None):
+        self._timebase = timebase
         self._limit = check_int(limit, 'limit', 1)
         self._lock = threading.Lock()
         self._events: list[Event] = []
-        self._keys: list[tuple[float, int]] = []  # (stamp, seq) of each event, for bisect
+        self._keys: list[tuple[float, int]] = []  # (effective stamp, seq) of each event, for bisect
         self._next_seq = 0
         self._dropped = 0
         self._last_stamp: dict[EventKind, float] = {}
@@ -34,15 +39,15 @@ class EventLog:
         """Store `event` with the next seq; return the stored (frozen, numbered) event."""
         if not isinstance(event, Event):
             raise ValueError(f'event: must be an Event, got {event!r}')
-        if not is_finite_number(event.stamp):
-            raise ValueError(f'event {event.key!r}: stamp must be a finite time in seconds, '
-                             f'got {event.stamp!r}')
         check_json(event.detail, f'event {event.key!r}: detail')
         detail = deep_freeze(event.detail)
+        effective = (event.effective_stamp if self._timebase is None
+                     else self._timebase.place(event.stamp))
         with self._lock:
-            stored = dataclasses.replace(event, seq=self._next_seq, detail=detail)
+            stored = dataclasses.replace(event, seq=self._next_seq, detail=detail,
+                                         effective_stamp=effective)
             self._next_seq += 1
-            key = (stored.stamp, stored.seq)
+            key = (stored.effective_stamp, stored.seq)
             index = bisect.bisect_right(self._keys, key)
             self._keys.insert(index, key)
             self._events.insert(index, stored)
@@ -50,8 +55,8 @@ class EventLog:
                 del self._keys[0], self._events[0]
                 self._dropped += 1
             last = self._last_stamp.get(stored.kind)
-            if last is None or stored.stamp > last:
-                self._last_stamp[stored.kind] = stored.stamp
+            if last is None or stored.effective_stamp > last:
+                self._last_stamp[stored.kind] = stored.effective_stamp
         return stored
 
     def extend(self, events: Iterable[Event]) -> list[Event]:
@@ -60,7 +65,7 @@ class EventLog:
 
     def window(self, since: float, until: float, kinds: Iterable[EventKind] | None = None,
                max_count: int = 0) -> tuple[Event, ...]:
-        """Return events with `since` <= stamp <= `until` [s], oldest first.
+        """Return events with `since` <= effective stamp <= `until` [s], oldest first.
 
         `kinds` (None: all) filters by kind; `max_count` > 0 keeps only the
         newest that many. Cost: O(log n) to find the window plus its length.
@@ -83,7 +88,7 @@ class EventLog:
         return tuple(reversed(newest_first))
 
     def last_stamp(self, kind: EventKind) -> float | None:
-        """Return the stamp [s] of the newest `kind` event ever appended, or None."""
+        """Return the effective stamp [s] of the newest `kind` event ever appended, or None."""
         with self._lock:
             return self._last_stamp.get(kind)
 

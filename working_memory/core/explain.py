@@ -37,6 +37,10 @@ def explain(frame: Frame, manifests: Mapping[str, Manifest], cabin: str,
         raise ValueError(f'cabin {cabin!r}: no manifest (known: {", ".join(manifests)})')
     served = _served(pack, key)
     if served:
+        readmission = pack.readmission(key)
+        if readmission is not None:
+            served += (f'; back since tick {readmission.tick} '
+                       f'(evicted at tick {readmission.evicted_tick})')
         return Explanation(True, PRESENT, served)
     for missing in pack.missing + pack.absent:
         if missing.key == key:

@@ -13,9 +13,10 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from working_memory.core.checks import check_int
-from working_memory.core.eviction import EvictionRecord
+from working_memory.core.eviction import EvictionRecord, Readmission
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, Item, Missing
+from working_memory.core.timebase import epoch_time
 
 DIGEST_HEX_CHARS = 16
 
@@ -27,7 +28,10 @@ class Pack:
     `items` are the board items served (sorted by key), `events` the event
     window served (oldest first), `missing` what the manifest asked for and
     did not get, with reasons. `absent` also explains every other selected key
-    that is not served (for `explain`); it is not part of the digest.
+    that is not served, and `readmitted` how each served item that had been
+    evicted came back (for `explain`); neither is part of the digest.
+    `stamp` is the tick's ROS time, `effective` the same instant on the
+    effective timeline [s] (items' `last_used` is effective time).
     """
 
     cabin: str
@@ -39,15 +43,29 @@ class Pack:
     missing: tuple[Missing, ...]
     absent: tuple[Missing, ...]
     digest: str
+    effective: float
+    readmitted: tuple[Readmission, ...] = ()
 
     def item(self, key: str) -> Item | None:
         """Return the served item for `key`, or None."""
         return next((item for item in self.items if item.key == key), None)
 
+    def readmission(self, key: str) -> Readmission | None:
+        """Return how served `key` came back after an eviction, or None."""
+        return next((r for r in self.readmitted if r.key == key), None)
+
+    def ros_time(self, effective: float) -> float:
+        """Return effective time `effective` [s] as ROS time of this tick's epoch (>= 0)."""
+        return epoch_time(effective, self.stamp, self.effective)
+
 
 @dataclass(frozen=True, eq=False)
 class Frame:
-    """The working set frozen for one tick: every cabin of the tick reads the same frame."""
+    """The working set frozen for one tick: every cabin of the tick reads the same frame.
+
+    `evictions` and `readmitted` are the working set's transitions in this tick;
+    `stamp` is ROS time, `effective` the effective time of the tick [s].
+    """
 
     tick: int
     stamp: float
@@ -55,6 +73,8 @@ class Frame:
     evictions: tuple[EvictionRecord, ...]
     capacity_alarm: bool
     digest: str
+    effective: float
+    readmitted: tuple[Readmission, ...] = ()
 
     def pack(self, cabin: str) -> Pack:
         """Return the pack of `cabin`; raise ValueError naming the known cabins."""
@@ -118,23 +138,29 @@ def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapW
 
 def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
               events: Iterable[Event], map_window: MapWindow | None,
-              missing: Iterable[Missing], absent: Iterable[Missing] = ()) -> Pack:
-    """Freeze one cabin's pack: tuples, items sorted by key, a read-only map window, digest."""
+              missing: Iterable[Missing], absent: Iterable[Missing] = (), *,
+              effective: float | None = None, readmitted: Iterable[Readmission] = ()) -> Pack:
+    """Freeze one cabin's pack: tuples, items sorted by key, a read-only map window, digest.
+
+    `effective` [s] defaults to `stamp` (no clock reset so far).
+    """
     items = tuple(sorted(items, key=lambda item: item.key))
     events = tuple(events)
     missing = tuple(missing)
     map_window = freeze_window(map_window)
     return Pack(cabin, tick, stamp, items, events, map_window, missing, tuple(absent),
-                pack_digest(items, events, map_window, missing))
+                pack_digest(items, events, map_window, missing),
+                stamp if effective is None else effective, tuple(readmitted))
 
 
 def make_frame(tick: int, stamp: float, packs: Iterable[Pack],
-               evictions: Iterable[EvictionRecord] = (), capacity_alarm: bool = False) -> Frame:
+               evictions: Iterable[EvictionRecord] = (), capacity_alarm: bool = False, *,
+               effective: float | None = None, readmitted: Iterable[Readmission] = ()) -> Frame:
     """Freeze a tick's packs (in cabin order) into a frame whose digest covers every pack's."""
     packs = {pack.cabin: pack for pack in packs}
     digest = _digest(f'{cabin}={pack.digest}'.encode() for cabin, pack in packs.items())
     return Frame(tick, stamp, MappingProxyType(packs), tuple(evictions), bool(capacity_alarm),
-                 digest)
+                 digest, stamp if effective is None else effective, tuple(readmitted))
 
 
 class FrameNotFound(LookupError):

@@ -35,8 +35,8 @@ def deep_freeze(value: Any) -> Any:
 
 
 def check_json(value: Any, what: str) -> None:
-    """Raise ValueError naming `what` unless `value` is JSON-serializable."""
+    """Raise ValueError naming `what` unless `value` is strict JSON (RFC 8259: no NaN, Infinity)."""
     try:
-        json.dumps(value)
+        json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as error:
-        raise ValueError(f'{what}: must be JSON-serializable: {error}') from None
+        raise ValueError(f'{what}: must be JSON (RFC 8259: no NaN or Infinity): {error}') from None

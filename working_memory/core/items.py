@@ -40,8 +40,9 @@ class MissingReason(str, enum.Enum):
 
 
 # One encoder for every call: json.dumps with options builds a new encoder each time.
-# ensure_ascii (the default) makes the text's length its byte length.
-_COMPACT_JSON = json.JSONEncoder(separators=(',', ':'), sort_keys=True)
+# ensure_ascii (the default) makes the text's length its byte length; allow_nan=False
+# because NaN and Infinity are not JSON (RFC 8259).
+_COMPACT_JSON = json.JSONEncoder(separators=(',', ':'), sort_keys=True, allow_nan=False)
 
 
 def json_size(value: Any) -> int:
@@ -61,8 +62,9 @@ def check_importance(importance: float | None, what: str) -> None:
 class Item:
     """One entry of the working set.
 
-    Times are seconds of ROS time: `stamp` is when the value was produced,
-    `last_used` when the working set last served or refreshed it.
+    `stamp` [s] is when the value was produced, as its source stamped it (ROS
+    time); `last_used` [s] is when the working set last served or refreshed it,
+    on the effective timeline (see `core.timebase.TimeBase`).
     """
 
     key: str
@@ -76,9 +78,26 @@ class Item:
     size: int = 0
 
 
+def _place(record, what: str) -> None:
+    """Default a record's `effective_stamp` to its `stamp`, after checking both are finite."""
+    if not is_finite_number(record.stamp):
+        raise ValueError(f'{what}: stamp must be a finite time in seconds, got {record.stamp!r}')
+    if record.effective_stamp is None:
+        object.__setattr__(record, 'effective_stamp', float(record.stamp))
+    elif not is_finite_number(record.effective_stamp):
+        raise ValueError(f'{what}: effective_stamp must be a finite time in seconds, '
+                         f'got {record.effective_stamp!r}')
+
+
 @dataclass(frozen=True, slots=True)
 class BoardEntry:
-    """The state board's latest value for one key."""
+    """The state board's latest value for one key.
+
+    `stamp` [s] is the source's ROS time; `effective_stamp` [s] is the same
+    instant on the effective timeline, set by the board mirror on arrival
+    (`TimeBase.place`; it defaults to `stamp`). Staleness is judged on the
+    effective timeline, so a clock reset never makes an entry fresher.
+    """
 
     key: str
     value: Any
@@ -86,6 +105,7 @@ class BoardEntry:
     importance: float | None = None  # None: use the cabin manifest's weight
     ttl: float = 0.0                 # [s] freshness after `stamp`; 0 never goes stale
     tags: tuple[str, ...] = ()
+    effective_stamp: float | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if not self.key:
@@ -93,19 +113,25 @@ class BoardEntry:
         check_importance(self.importance, f'board entry {self.key!r}')
         if not (is_finite_number(self.ttl) and self.ttl >= 0.0):
             raise ValueError(f'board entry {self.key!r}: ttl must be >= 0 s, got {self.ttl!r}')
+        _place(self, f'board entry {self.key!r}')
 
     def is_stale(self, now: float) -> bool:
-        """Return True when the entry's ttl has run out at `now` [s]."""
-        return self.ttl > 0.0 and now - self.stamp > self.ttl
+        """Return True when the entry's ttl has run out at effective time `now` [s]."""
+        return self.ttl > 0.0 and now - self.effective_stamp > self.ttl
 
     def stale_for(self, now: float) -> float:
-        """Return how long [s] the entry has been stale at `now` (0 when fresh)."""
-        return max(0.0, now - self.stamp - self.ttl) if self.ttl > 0.0 else 0.0
+        """Return how long [s] the entry has been stale at effective time `now` (0 when fresh)."""
+        return max(0.0, now - self.effective_stamp - self.ttl) if self.ttl > 0.0 else 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One event-log entry; `seq` is assigned by the log on arrival."""
+    """One event-log entry; `seq` is assigned by the log on arrival.
+
+    `stamp` [s] is the source's ROS time; `effective_stamp` [s] the same instant
+    on the effective timeline, set by the log on arrival (defaults to `stamp`).
+    Event windows are cut on the effective timeline.
+    """
 
     stamp: float
     kind: EventKind
@@ -115,11 +141,13 @@ class Event:
     importance: float | None = None  # None: use the cabin manifest's weight
     tags: tuple[str, ...] = ()
     seq: int = -1
+    effective_stamp: float | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.kind, EventKind):
             raise ValueError(f'event {self.key!r}: kind must be an EventKind, got {self.kind!r}')
         check_importance(self.importance, f'event {self.kind.value} {self.key!r}')
+        _place(self, f'event {self.key!r}')
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from working_memory.decision.conversions import decision_detail_from_msg, decisi
 from working_memory.decision.executor_node import ExecutorNode
 from working_memory.decision.monitor_node import MonitorNode
 from working_memory.decision.planner_node import PlannerNode
-from working_memory.msg import DecisionStatus, Eviction, LogEvent
+from working_memory.msg import DecisionStatus, EvictionBatch, LogEvent
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
 from working_memory.ros.node import WorkingMemoryNode
@@ -138,7 +138,7 @@ class Observer(Node):
         self.create_subscription(String, '/sim_world/status', self._on_sim_status,
                                  qos.latched_qos())
         self.create_subscription(LogEvent, 'log', self._on_log, qos.stream_qos(100))
-        self.create_subscription(Eviction, '/working_memory/evictions', self._on_eviction,
+        self.create_subscription(EvictionBatch, '/working_memory/evictions', self._on_eviction,
                                  qos.stream_qos(100))
         self.create_subscription(DecisionStatus, '/executor/status', self._on_executor,
                                  qos.stream_qos(10))
@@ -162,8 +162,8 @@ class Observer(Node):
         elif event.kind is EventKind.ACTION and event.key == 'open_door':
             self.outcome.door_strategies.append(str((event.detail or {}).get('strategy', '')))
 
-    def _on_eviction(self, msg: Eviction) -> None:
-        self.outcome.evictions += 1
+    def _on_eviction(self, msg: EvictionBatch) -> None:
+        self.outcome.evictions += len(msg.evictions)
 
     def _on_executor(self, msg: DecisionStatus) -> None:
         _, tick, _, _ = decision_status_from_msg(msg)

@@ -14,7 +14,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
@@ -25,15 +25,16 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_policy_name_from_kind
 
-from working_memory.core.eviction import CAPACITY, EvictionRecord
+from working_memory.core.eviction import CAPACITY, EvictionRecord, Readmission
 from working_memory.core.explain import Explanation
 from working_memory.core.frames import Frame, Pack
 from working_memory.core.gridmap import GridMap, MapWindow
 from working_memory.core.items import BoardEntry, Event, EventKind, Item, Missing, MissingReason
 from working_memory.core.pack_view import PackView
+from working_memory.core.timebase import epoch_time
 from working_memory.msg import BoardEntry as BoardEntryMsg
-from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction, LogEvent,
-                                MissingItem, WorkingItem)
+from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction,
+                                EvictionBatch, LogEvent, MissingItem, WorkingItem)
 from working_memory.ros.diagnostics import Status
 from working_memory.ros.params import ParamSpec, ParamType
 
@@ -66,10 +67,21 @@ def _importance(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f'{name} is not a JSON number (RFC 8259)')
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f'{text} is out of the range of a finite number')
+    return number
+
+
 def json_field(text: str, what: str) -> Any:
-    """Parse JSON `text`, raising ValueError naming `what`."""
+    """Parse strict JSON `text` (RFC 8259: no NaN, Infinity, -Infinity), ValueError naming `what`."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except ValueError as error:
         raise ValueError(f'{what}: not valid JSON ({error}): {text[:80]!r}') from None
 
@@ -196,14 +208,15 @@ def pose_from_pose_stamped(msg, map_frame: str) -> tuple[float, float]:
 
 
 def json_text(value: Any) -> str:
-    """Return the canonical compact JSON text of a core value."""
-    return json.dumps(value, sort_keys=True, separators=(',', ':'))
+    """Return the canonical compact strict JSON text of a value (ValueError on NaN, Infinity)."""
+    return json.dumps(value, sort_keys=True, separators=(',', ':'), allow_nan=False)
 
 
-def working_item_msg(item: Item) -> WorkingItem:
-    """Return a core Item as a WorkingItem."""
+def working_item_msg(item: Item, pack: Pack) -> WorkingItem:
+    """Return a core Item of `pack` as a WorkingItem, `last_used` on the clock of the pack."""
     return WorkingItem(key=item.key, value=json_text(item.value), source=item.source.value,
-                       importance=item.importance, last_used=time_from_seconds(item.last_used),
+                       importance=item.importance,
+                       last_used=time_from_seconds(pack.ros_time(item.last_used)),
                        stale=item.stale, exempt=item.exempt)
 
 
@@ -226,7 +239,7 @@ def missing_item_msg(missing: Missing) -> MissingItem:
 def context_pack_msg(pack: Pack, map_frame: str) -> ContextPack:
     """Return a frozen Pack as a ContextPack; the same pack always gives an equal message."""
     msg = ContextPack(tick=pack.tick, cabin=pack.cabin, digest=pack.digest,
-                      items=[working_item_msg(item) for item in pack.items],
+                      items=[working_item_msg(item, pack) for item in pack.items],
                       recent_events=[log_event_msg(event) for event in pack.events],
                       missing=[missing_item_msg(missing) for missing in pack.missing],
                       nearby_map=grid_msg_from_window(pack.map_window, map_frame, pack.stamp))
@@ -244,11 +257,26 @@ def context_frame_msg(frame: Frame, map_frame: str) -> ContextFrame:
     return msg
 
 
-def eviction_msg(record: EvictionRecord, stamp: float) -> Eviction:
-    """Return an eviction record as an Eviction stamped with its tick's time `stamp` [s]."""
+def eviction_msg(record: EvictionRecord, stamp: float, effective: float) -> Eviction:
+    """Return an eviction record as an Eviction stamped with its tick's time.
+
+    The tick is at ROS time `stamp` and effective time `effective` [s];
+    `last_used` is put on the same clock, so the stamp minus it is the item's age.
+    """
     msg = Eviction(tick=record.tick, key=record.key, importance=record.importance,
-                   last_used=time_from_seconds(record.last_used),
+                   last_used=time_from_seconds(epoch_time(record.last_used, stamp, effective)),
                    reason=Eviction.CAPACITY if record.reason == CAPACITY else Eviction.SIZE_BUDGET)
+    msg.header.stamp = time_from_seconds(stamp)
+    return msg
+
+
+def eviction_batch_msg(tick: int, records: Iterable[EvictionRecord],
+                       readmitted: Iterable[Readmission], stamp: float,
+                       effective: float) -> EvictionBatch:
+    """Return one tick's evictions and readmissions as an EvictionBatch (see `eviction_msg`)."""
+    msg = EvictionBatch(tick=tick,
+                        evictions=[eviction_msg(record, stamp, effective) for record in records],
+                        readmitted=[readmission.key for readmission in readmitted])
     msg.header.stamp = time_from_seconds(stamp)
     return msg
 

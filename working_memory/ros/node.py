@@ -41,7 +41,7 @@ from working_memory.core.gridmap import GridMap
 from working_memory.core.manifest import (Manifest, ManifestError, load_manifests,
                                           manifests_from_params)
 from working_memory.core.timebase import TimeBase
-from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent
+from working_memory.msg import BoardUpdate, ContextFrame, EvictionBatch, LogEvent
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
 from working_memory.ros.diagnostics import CapacityUse, Health
@@ -76,7 +76,7 @@ class Memory:
 
     @property
     def timebase(self) -> TimeBase:
-        """The one effective timeline of ticks, receipts and evictions: the working set's."""
+        """The one effective timeline of ticks, receipts, stamps and evictions: the working set's."""
         return self.working_set.timebase
 
 
@@ -95,7 +95,8 @@ class WorkingMemoryNode(LifecycleNode):
         board mirror must not miss a change while the node is paused.
     Publishers (lifecycle: silent unless active):
         `~/frame` (ContextFrame, reliable + transient local + keep last 1),
-        `~/evictions` (Eviction), `/diagnostics` (diagnostic_msgs/DiagnosticArray).
+        `~/evictions` (EvictionBatch, in ticks with evictions or readmissions),
+        `/diagnostics` (diagnostic_msgs/DiagnosticArray).
     Services (answer only while active):
         `~/assemble` (Assemble), `~/explain` (Explain), from the retained frozen frames.
     """
@@ -202,8 +203,10 @@ class WorkingMemoryNode(LifecycleNode):
             inputs[pose_topic] = config.stale_after_s
         if config.trigger_topic:
             inputs[config.trigger_topic] = None
-        return Memory(config=config, manifests=manifests, board=BoardSnapshot(),
-                      log=EventLog(config.event_log_limit), working_set=working_set,
+        # Board and log place stamps on the working set's timeline: one timeline for all.
+        timebase = working_set.timebase
+        return Memory(config=config, manifests=manifests, board=BoardSnapshot(timebase),
+                      log=EventLog(config.event_log_limit, timebase), working_set=working_set,
                       assembler=Assembler(manifests, working_set, pose_key=(
                           config.pose_key if config.pose_source == 'board' else None)),
                       frames=FrameStore(config.frames_kept),
@@ -237,7 +240,7 @@ class WorkingMemoryNode(LifecycleNode):
             ContextFrame, '~/frame', qos.frame_qos(),
             event_callbacks=self._output_events('~/frame'))
         self._evictions_pub = self.create_lifecycle_publisher(
-            Eviction, '~/evictions', qos.stream_qos(),
+            EvictionBatch, '~/evictions', qos.stream_qos(),
             event_callbacks=self._output_events('~/evictions'))
         self._diagnostics_pub = self.create_lifecycle_publisher(
             DiagnosticArray, '/diagnostics', qos.diagnostics_qos())
@@ -365,8 +368,9 @@ class WorkingMemoryNode(LifecycleNode):
             self._views.publish(frame, memory.pose)
         evictions = memory.pending_evictions + list(frame.evictions)
         memory.pending_evictions = []
-        for record in evictions:
-            self._evictions_pub.publish(conv.eviction_msg(record, now))
+        if evictions or frame.readmitted:
+            self._evictions_pub.publish(conv.eviction_batch_msg(
+                frame.tick, evictions, frame.readmitted, now, frame.effective))
         memory.health.evicted(len(evictions), effective)
         if (memory.last_diagnostics is None
                 or effective - memory.last_diagnostics >= config.diagnostics_period_s):

@@ -23,6 +23,8 @@ from rosbags.typesys.store import Typestore
 
 PACKAGE = 'working_memory'
 FRAME_TYPE = 'working_memory/msg/ContextFrame'
+EVICTION_BATCH_TYPE = 'working_memory/msg/EvictionBatch'
+# Bags recorded before evictions were published per tick hold one Eviction per message.
 EVICTION_TYPE = 'working_memory/msg/Eviction'
 DIAGNOSTICS_TYPE = 'diagnostic_msgs/msg/DiagnosticArray'
 STORAGES = ('mcap', 'sqlite3')

@@ -2,7 +2,7 @@
 
     wm-inspect BAG                          list ticks: stamp, digest, items per cabin, missing
     wm-inspect BAG --tick N [--cabin C]     the pack(s) of tick N
-    wm-inspect BAG --why KEY [--cabin C]    a key's timeline: present, evicted, dropped, stale, ...
+    wm-inspect BAG --why KEY [--cabin C]    a key's timeline: present, evicted, back, stale, ...
     wm-inspect BAG --report FILE.html|FILE.png [--map-tick N] [--cabin C] [--capacity N]
 
 Needs only rosbags, numpy and matplotlib (no rclpy). Exit code 0 on success, 1 when
@@ -93,7 +93,7 @@ def state_label(state: str) -> str:
 
 
 def eviction_runs(evictions) -> list[list]:
-    """Group evictions of consecutive ticks with the same reason (a key forgotten every tick)."""
+    """Group evictions of consecutive ticks with the same reason (older bags: every tick)."""
     runs: list[list] = []
     for eviction in evictions:
         if runs and runs[-1][-1].tick + 1 == eviction.tick \
@@ -115,10 +115,20 @@ def format_eviction_run(run: list) -> str:
             f'unused for up to {max(e.age for e in run):.2f} s')
 
 
+def format_transitions(answer: WhyAnswer) -> list[str]:
+    """Return one line per eviction (run) and readmission of the key, in tick order."""
+    lines = [(run[0].tick, 0, format_eviction_run(run)) for run in eviction_runs(answer.evictions)]
+    for readmission in answer.readmissions:
+        before = [e.tick for e in answer.evictions if e.tick < readmission.tick]
+        since = f' (evicted at tick {max(before)})' if before else ''
+        lines.append((readmission.tick, 1, f'  readmitted at tick {readmission.tick}{since}'))
+    return [line for _, _, line in sorted(lines)]
+
+
 def format_why(answer: WhyAnswer) -> str:
     """Return the timeline of a why-answer."""
     lines = [f'why {answer.key!r}: {tick_label(*answer.ticks)} recorded']
-    lines += [format_eviction_run(run) for run in eviction_runs(answer.evictions)]
+    lines += format_transitions(answer)
     if not answer.histories:
         lines.append('  never served to or required by any cabin')
     for history in answer.histories:
@@ -150,7 +160,8 @@ def parser() -> argparse.ArgumentParser:
                      help='working-set capacity: derive capacity alarms from the packs when '
                           '/diagnostics has none')
     cli.add_argument('--frame-topic', help='ContextFrame topic (default: the only one in the bag)')
-    cli.add_argument('--evictions-topic', help='Eviction topic (default: the only one)')
+    cli.add_argument('--evictions-topic',
+                     help='EvictionBatch (or, in older bags, Eviction) topic (default: the only one)')
     cli.add_argument('--diagnostics-topic', help='DiagnosticArray topic (default: the only one)')
     return cli
 

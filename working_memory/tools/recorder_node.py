@@ -1,4 +1,4 @@
-"""Recorder node: every ContextFrame and Eviction (and /diagnostics) into a rosbag2 bag.
+"""Recorder node: every ContextFrame and EvictionBatch (and /diagnostics) into a rosbag2 bag.
 
 Subscriptions are raw: the CDR bytes go into the bag as received, with no
 deserialize/serialize round trip. The bag itself is written by
@@ -16,11 +16,11 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
-from working_memory.msg import ContextFrame, Eviction
-from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
+from working_memory.msg import ContextFrame, EvictionBatch
 from working_memory.ros.spin import run_node
-from working_memory.tools.bag import (BagError, BagWriter, DIAGNOSTICS_TYPE, EVICTION_TYPE,
-                                      FRAME_TYPE, STORAGES)
+from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
+from working_memory.tools.bag import (DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE, FRAME_TYPE,
+                                      STORAGES, BagError, BagWriter)
 
 # Reader-side history for the latched frame topic: the publisher keeps 1, but a
 # recorder that is busy writing must not drop frames that already arrived.
@@ -31,7 +31,7 @@ PARAMS = (
     ('bag_path', '', "Bag directory to create (must not exist); '' = wm_<date>-<time> in the cwd"),
     ('storage', 'mcap', f'Storage plugin: {" or ".join(STORAGES)}'),
     ('frame_topic', '/working_memory/frame', 'ContextFrame topic (latched)'),
-    ('evictions_topic', '/working_memory/evictions', 'Eviction topic'),
+    ('evictions_topic', '/working_memory/evictions', 'EvictionBatch topic'),
     ('diagnostics_topic', '/diagnostics', "DiagnosticArray topic; '' = not recorded"),
 )
 
@@ -43,7 +43,7 @@ class RecorderNode(Node):
         bag_path, storage, frame_topic, evictions_topic, diagnostics_topic (see PARAMS).
     Subscriptions:
         frame_topic (working_memory/ContextFrame): reliable, transient local, keep last 100.
-        evictions_topic (working_memory/Eviction): reliable, keep last 100.
+        evictions_topic (working_memory/EvictionBatch): reliable, keep last 100.
         diagnostics_topic (diagnostic_msgs/DiagnosticArray): reliable, keep last 10.
     The bag's receive stamps are this node's clock. Call `close()` (or destroy the
     node) to finish the bag: only then is it readable.
@@ -66,7 +66,8 @@ class RecorderNode(Node):
         self._reported: set[str] = set()
         self._subscribe(ContextFrame, FRAME_TYPE, value['frame_topic'],
                         frame_qos_for_recording(), latched=True)
-        self._subscribe(Eviction, EVICTION_TYPE, value['evictions_topic'], stream_qos())
+        self._subscribe(EvictionBatch, EVICTION_BATCH_TYPE, value['evictions_topic'],
+                        stream_qos())
         if value['diagnostics_topic']:
             self._subscribe(DiagnosticArray, DIAGNOSTICS_TYPE, value['diagnostics_topic'],
                             diagnostics_qos())

@@ -1,4 +1,4 @@
-"""A recorded run as plain records: frames, evictions and diagnostics loaded from a bag.
+"""A recorded run as plain records: frames, evictions, readmissions, diagnostics from a bag.
 
 This module is the only tools code that reads message fields; everything after it
 works on the frozen records below. Times are float seconds of ROS time.
@@ -12,8 +12,8 @@ from typing import Mapping
 
 import numpy as np
 
-from working_memory.tools.bag import (BagError, BagReader, DIAGNOSTICS_TYPE, EVICTION_TYPE,
-                                      FRAME_TYPE)
+from working_memory.tools.bag import (DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE, EVICTION_TYPE,
+                                      FRAME_TYPE, BagError, BagReader)
 
 EVENT_TYPE = 'working_memory/msg/LogEvent'
 MISSING_TYPE = 'working_memory/msg/MissingItem'
@@ -122,6 +122,15 @@ class EvictionRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadmissionRecord:
+    """An evicted key that came back in `tick` (its pack serves it again); `stamp` [s]."""
+
+    tick: int
+    stamp: float
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
 class DiagnosticRecord:
     """One DiagnosticStatus; `stamp` of its array and `received` (bag time) [s]; level 'OK', ..."""
 
@@ -135,12 +144,13 @@ class DiagnosticRecord:
 
 @dataclass(frozen=True)
 class Recording:
-    """Frames (sorted by tick, one per tick), evictions and diagnostics of one recorded run."""
+    """Frames (sorted by tick, one per tick), transitions and diagnostics of one recorded run."""
 
     path: Path
     frames: tuple[FrameRecord, ...]
     evictions: tuple[EvictionRecord, ...] = ()
     diagnostics: tuple[DiagnosticRecord, ...] = ()
+    readmissions: tuple[ReadmissionRecord, ...] = ()
     _by_tick: dict[int, FrameRecord] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -210,47 +220,63 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
     """Load a bag recorded by the recorder node (or `ros2 bag record`).
 
     A topic left None is found by type; several topics of one type need an explicit
-    choice. Frames are required, evictions and diagnostics optional.
+    choice. Frames are required, evictions (EvictionBatch, or one Eviction per message
+    in older bags) and diagnostics optional.
     """
     with BagReader(path) as reader:
         frames_at = pick_topic(reader, FRAME_TYPE, frame_topic, required=True)
-        evictions_at = pick_topic(reader, EVICTION_TYPE, evictions_topic)
+        evictions_at = pick_topic(reader, (EVICTION_BATCH_TYPE, EVICTION_TYPE), evictions_topic)
         diagnostics_at = pick_topic(reader, DIAGNOSTICS_TYPE, diagnostics_topic)
         topics = [topic for topic in (frames_at, evictions_at, diagnostics_at) if topic]
         reader.register(topics)
         names = ConstantNames(reader)
         frames: dict[int, FrameRecord] = {}
         evictions: list[EvictionRecord] = []
+        readmissions: list[ReadmissionRecord] = []
         diagnostics: list[DiagnosticRecord] = []
         for message in reader.messages(topics):
             if message.topic == frames_at:
                 # A latched frame can be delivered twice (a reconnect); keep the first copy.
                 frame = frame_record(message.msg, message.stamp_ns * 1e-9, names)
                 frames.setdefault(frame.tick, frame)
-            elif message.topic == evictions_at:
+            elif message.topic == evictions_at and message.msgtype == EVICTION_TYPE:
                 evictions.append(eviction_record(message.msg, names))
+            elif message.topic == evictions_at:
+                evictions.extend(eviction_record(e, names) for e in message.msg.evictions)
+                readmissions.extend(ReadmissionRecord(int(message.msg.tick),
+                                                      seconds(message.msg.header.stamp), key)
+                                    for key in message.msg.readmitted)
             else:
                 diagnostics.extend(diagnostic_records(message.msg, message.stamp_ns * 1e-9, names))
     return Recording(Path(path), tuple(frames[tick] for tick in sorted(frames)),
-                     tuple(sorted(evictions, key=lambda e: (e.tick, e.stamp))), tuple(diagnostics))
+                     tuple(sorted(evictions, key=lambda e: (e.tick, e.stamp))), tuple(diagnostics),
+                     tuple(sorted(readmissions, key=lambda r: r.tick)))
 
 
-def pick_topic(reader: BagReader, msgtype: str, topic: str | None,
+def pick_topic(reader: BagReader, msgtypes: str | tuple[str, ...], topic: str | None,
                required: bool = False) -> str | None:
-    """Return `topic` after checking its type, or the only topic of `msgtype` in the bag."""
+    """Return `topic` after checking its type, or the only topic of one of `msgtypes`.
+
+    Several types are tried in order: the first with topics in the bag is taken.
+    """
+    msgtypes = (msgtypes,) if isinstance(msgtypes, str) else msgtypes
+    wanted = ' or '.join(msgtypes)
     topics = reader.topics
     if topic is not None:
-        if topics.get(topic) != msgtype:
-            raise BagError(f'{reader.path}: no {msgtype} topic {topic} '
+        if topics.get(topic) not in msgtypes:
+            raise BagError(f'{reader.path}: no {wanted} topic {topic} '
                            f'(topics: {describe_topics(topics)})')
         return topic
-    candidates = sorted(name for name, typ in topics.items() if typ == msgtype)
-    if len(candidates) > 1:
-        raise BagError(f'{reader.path}: several {msgtype} topics ({", ".join(candidates)}); '
-                       'choose one')
-    if not candidates and required:
-        raise BagError(f'{reader.path}: no {msgtype} topic (topics: {describe_topics(topics)})')
-    return candidates[0] if candidates else None
+    for msgtype in msgtypes:
+        candidates = sorted(name for name, typ in topics.items() if typ == msgtype)
+        if len(candidates) > 1:
+            raise BagError(f'{reader.path}: several {msgtype} topics '
+                           f'({", ".join(candidates)}); choose one')
+        if candidates:
+            return candidates[0]
+    if required:
+        raise BagError(f'{reader.path}: no {wanted} topic (topics: {describe_topics(topics)})')
+    return None
 
 
 def describe_topics(topics: Mapping[str, str]) -> str:

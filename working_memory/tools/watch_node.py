@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from working_memory.msg import ContextFrame, Eviction, LogEvent, MissingItem
+from working_memory.msg import ContextFrame, Eviction, EvictionBatch, LogEvent, MissingItem
 from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
 from working_memory.tools.bag import DIAGNOSTICS_TYPE, EVICTION_TYPE
 from working_memory.tools.recording import (EVENT_TYPE, MISSING_TYPE, STATUS_TYPE,
@@ -65,16 +65,12 @@ class MessageConstants:
         return self._names.get(msgtype, {}).get(number, str(number))
 
 
-def eviction_records(msg, names: MessageConstants) -> list[EvictionRecord]:
-    """Return the records of one ~/evictions message: today one Eviction per message.
-
-    The one place that knows the message's shape: a per-tick batch only changes this
-    function (and EVICTIONS_MSG).
-    """
-    return [eviction_record(msg, names)]
+def eviction_records(msg: EvictionBatch, names: MessageConstants) -> list[EvictionRecord]:
+    """Return the records of one ~/evictions message: a tick's EvictionBatch."""
+    return [eviction_record(eviction, names) for eviction in msg.evictions]
 
 
-EVICTIONS_MSG = Eviction
+EVICTIONS_MSG = EvictionBatch
 
 
 class WatchNode(Node):
@@ -82,7 +78,7 @@ class WatchNode(Node):
 
     Subscriptions:
         `<namespace>/frame` (ContextFrame, frame QoS: latched), `<namespace>/evictions`
-        (Eviction, reliable keep last 100), `/diagnostics` (DiagnosticArray).
+        (EvictionBatch, reliable keep last 100), `/diagnostics` (DiagnosticArray).
     `changed` is set whenever a new frame arrived; read `state` between spins.
     """
 

@@ -1,4 +1,4 @@
-"""Why-answers across time: where a key was, per cabin and tick, and when it was evicted."""
+"""Why-answers across time: where a key was, per cabin and tick, when it was evicted and back."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from working_memory.tools.recording import (EvictionRecord, FrameRecord, MissingRecord, PackRecord,
-                                            Recording)
+                                            ReadmissionRecord, Recording)
 
 PRESENT = 'present'
 PRESENT_STALE = 'present, stale'
@@ -21,8 +21,9 @@ class Span:
 
     `state` is PRESENT, PRESENT_STALE, NOT_IN_PACK (neither served nor required) or a
     MissingItem reason name ('EVICTED', 'STALE', 'OUT_OF_SCOPE', 'INJECTED_DROP', ...);
-    EVICTED also marks a selected but unrequired key evicted in that tick (no MissingItem,
-    only the Eviction record says so). `detail` is the first tick's detail.
+    EVICTED also marks a selected but unrequired key from its eviction until it is served
+    again (no MissingItem, only the Eviction record says so). `detail` is the first tick's
+    detail ('readmitted' when the span starts with the key's return).
     """
 
     first: int
@@ -49,6 +50,7 @@ class WhyAnswer:
     ticks: tuple[int, int]
     evictions: tuple[EvictionRecord, ...]
     histories: tuple[CabinHistory, ...]
+    readmissions: tuple[ReadmissionRecord, ...] = ()
 
 
 def missing_entry(pack: PackRecord, key: str) -> MissingRecord | None:
@@ -71,19 +73,20 @@ def eviction_detail(eviction: EvictionRecord) -> str:
             f'{eviction.importance:.2f}, unused for {eviction.age:.2f} s')
 
 
-def state_at(pack: PackRecord | None, key: str,
-             eviction: EvictionRecord | None = None) -> tuple[str, str]:
+def state_at(pack: PackRecord | None, key: str, eviction: EvictionRecord | None = None,
+             readmitted: bool = False) -> tuple[str, str]:
     """Return (state, detail) of `key` in one pack (None: the cabin had no pack that tick).
 
-    `eviction` is the key's eviction in this tick when the cabin selects the key: a
-    selected key that is not required gets no MissingItem, so only the eviction record
-    tells why it is absent.
+    `eviction` is the key's eviction that keeps it out at this tick when the cabin
+    selects the key: a selected key that is not required gets no MissingItem, so only
+    the eviction record tells why it is absent. `readmitted`: it came back this tick.
     """
     if pack is None:
         return NOT_IN_PACK, 'cabin had no pack'
     item = pack.item(key)
     if item is not None:
         detail = f'importance {item.importance:.2f}' + (', exempt' if item.exempt else '')
+        detail += ', readmitted' if readmitted else ''
         return (PRESENT_STALE if item.stale else PRESENT), detail
     event = next((e for e in pack.events if e.key == key), None)
     if event is not None:
@@ -107,17 +110,25 @@ def selects(frames: tuple[FrameRecord, ...], cabin: str, key: str) -> bool:
 
 
 def cabin_history(frames: tuple[FrameRecord, ...], cabin: str, key: str,
-                  evictions: tuple[EvictionRecord, ...] = ()) -> CabinHistory:
+                  evictions: tuple[EvictionRecord, ...] = (),
+                  readmissions: tuple[ReadmissionRecord, ...] = ()) -> CabinHistory:
     """Return the spans of `key` in `cabin` over the recorded frames.
 
-    `evictions` are the key's evictions; each explains the key's absence from the pack of
-    its tick when the cabin selects the key.
+    `evictions` and `readmissions` are the key's; an eviction explains the key's absence
+    from the packs of the cabin, if it selects the key, from its tick until the key is
+    served again (an eviction is an event: the key stays out until it comes back).
     """
     evicted_in = ({eviction.tick: eviction for eviction in evictions}
                   if selects(frames, cabin, key) else {})
+    back_in = {readmission.tick for readmission in readmissions}
+    out: EvictionRecord | None = None
     spans: list[Span] = []
     for frame in frames:
-        state, detail = state_at(frame.packs.get(cabin), key, evicted_in.get(frame.tick))
+        out = evicted_in.get(frame.tick, out)
+        pack = frame.packs.get(cabin)
+        state, detail = state_at(pack, key, out, frame.tick in back_in)
+        if state in (PRESENT, PRESENT_STALE):
+            out = None
         if spans and spans[-1].state == state:
             last = spans[-1]
             spans[-1] = Span(last.first, frame.tick, state, last.detail)
@@ -139,9 +150,11 @@ def why(recording: Recording, key: str, cabin: str | None = None) -> WhyAnswer:
         recording.check_cabin(cabin)
     cabins = [cabin] if cabin is not None else recording.cabins
     evictions = tuple(e for e in recording.evictions if e.key == key)
-    histories = [cabin_history(recording.frames, name, key, evictions) for name in cabins]
+    readmissions = tuple(r for r in recording.readmissions if r.key == key)
+    histories = [cabin_history(recording.frames, name, key, evictions, readmissions)
+                 for name in cabins]
     if cabin is None:
         histories = [history for history in histories if mentions(history)]
     ticks = recording.ticks
     return WhyAnswer(key, (ticks[0], ticks[-1]) if ticks else (0, 0), evictions,
-                     tuple(histories))
+                     tuple(histories), readmissions)
