@@ -25,7 +25,7 @@ RVIZ_TYPES = {'rviz_default_plugins/Map': 'nav_msgs/msg/OccupancyGrid',
               'rviz_default_plugins/Odometry': 'nav_msgs/msg/Odometry'}
 FOXGLOVE_3D_TYPES = set(RVIZ_TYPES.values())
 FOXGLOVE_PATH_TYPES = {'/working_memory/frame': 'working_memory/msg/ContextFrame',
-                       '/working_memory/evictions': 'working_memory/msg/Eviction',
+                       '/working_memory/evictions': 'working_memory/msg/EvictionBatch',
                        '/log': 'working_memory/msg/LogEvent'}
 WALL_LIMIT_S = 120.0
 

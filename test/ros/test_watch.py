@@ -7,6 +7,7 @@ the digest, the latest evictions. Ctrl-C ends it.
 """
 
 import fcntl
+import itertools
 import os
 import pty
 import re
@@ -94,13 +95,21 @@ def spin_while(executor, predicate, on_spin=lambda: None, timeout=SPIN_LIMIT_S):
     return True
 
 
+FEEDS = itertools.count()
+
+
 def feed_board(node, probe):
-    """Goal, pose, battery and low-value readings: over a capacity of 4 the readings go."""
+    """Goal, pose, battery and low-value readings: over a capacity of 4 the readings go.
+
+    Each feed adds a new reading: eviction is an event, so only new information that
+    competes for room (a fresher reading of the same importance) evicts again.
+    """
+    feed = next(FEEDS)
     now = node.get_clock().now().nanoseconds * 1e-9
     entries = [BoardEntry('goal:deliver', {'x': 17, 'y': 3}, 0.0, 1.0),
                BoardEntry('pose', {'x': 2, 'y': 6, 'yaw': 0}, 0.0, None),
                BoardEntry('battery', {'level': 0.8}, 0.0, 0.3)]
-    entries += [BoardEntry(f'reading:{n}', {'r': n}, 0.0, 0.1) for n in range(6)]
+    entries += [BoardEntry(f'reading:{n}', {'r': n}, 0.0, 0.1) for n in range(feed, feed + 6)]
     probe.board.publish(board_update_msg(entries, now))
 
 
