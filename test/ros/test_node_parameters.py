@@ -127,3 +127,11 @@ def test_a_refused_override_keeps_the_node_up_and_fails_configure_until_set_righ
     assert result.successful
     assert node.trigger_configure() == SUCCESS
     assert node._memory.config.capacity == 12
+
+
+def test_an_integer_override_of_a_double_is_taken_as_a_double(start_memory):
+    # A params file's `tick_hz: 20` reaches the node as an integer.
+    node, _ = start_memory({'tick_hz': 20}, configure=False)
+    assert node.get_parameter('tick_hz').type_ is Parameter.Type.DOUBLE
+    assert node.trigger_configure() == SUCCESS
+    assert node._memory.config.tick_hz == 20.0
