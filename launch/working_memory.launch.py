@@ -3,7 +3,10 @@
 The node is a launch_ros LifecycleNode: once its process is up the launch emits
 a ChangeState(configure) event; when the node reports the transition to
 `inactive`, an OnStateTransition handler emits ChangeState(activate). A failed
-configure (bad parameters, bad manifest) leaves the node unconfigured and logged.
+configure (bad parameters, bad manifest) leaves the node unconfigured, logged and
+reported as an ERROR on /diagnostics. With `namespace:=robot1` the node is
+/robot1/working_memory, its topics and services below it; the packaged params file
+(keys /**/working_memory) configures it all the same.
 """
 
 from launch import LaunchDescription
@@ -29,7 +32,8 @@ def declare_common_arguments() -> list[DeclareLaunchArgument]:
             'params_file',
             default_value=PathJoinSubstitution([FindPackageShare('working_memory'), 'config',
                                                 'working_memory.yaml']),
-            description='YAML parameter file (<node>: ros__parameters:), with the cabin manifests'),
+            description='YAML parameter file with the cabin manifests, keyed /**/<node name> '
+                        'so that a node in any namespace picks it up'),
         DeclareLaunchArgument(
             'use_sim_time', default_value='false', choices=['true', 'false'],
             description='Run every node on /clock (sim time) instead of the system clock'),

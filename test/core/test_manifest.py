@@ -66,7 +66,10 @@ def test_manifest_is_frozen():
 @pytest.mark.parametrize('fields, message', [
     ({'map': {'radius_m': -1}}, 'planner.map.radius_m: must be >= 0 m'),
     ({'map': {'corridor_m': float('inf')}}, 'planner.map.corridor_m: must be a finite number'),
-    ({'map': {'raduis_m': 1.0}}, 'planner.map.raduis_m: unknown field'),
+    ({'map': {'raduis_m': 1.0}}, 'planner.map.raduis_m: unknown field (did you mean '
+                                 'map.radius_m?)'),
+    ({'default_wieght': 0.3}, 'planner.default_wieght: unknown field (did you mean '
+                              'default_weight?)'),
     ({'board_key': ['pose']}, 'planner.board_key: unknown field'),
     ({'board_keys': 'goal:*'}, 'planner.board_keys: must be a list of strings'),
     ({'board_keys': ['pose', ' route']}, 'planner.board_keys[1]: a key or glob'),
@@ -129,6 +132,21 @@ def test_file_errors_name_the_file_and_the_field(tmp_path):
                     '    cabins:\n      planner:\n        map: {radius_m: -1.0}\n')
     with pytest.raises(ManifestError, match=r'bad\.yaml: planner\.map\.radius_m: must be >= 0'):
         load_manifests(str(path))
+
+
+def test_file_with_an_unknown_field_names_it_and_the_closest_field(tmp_path):
+    path = tmp_path / 'typo.yaml'
+    path.write_text('cabins:\n  planner:\n    default_wieght: 0.3\n')
+    with pytest.raises(ManifestError, match=r'typo\.yaml: planner\.default_wieght: unknown field '
+                                            r'\(did you mean default_weight\?\)'):
+        load_manifests(str(path))
+
+
+def test_ros_layout_is_found_under_the_any_namespace_key(tmp_path):
+    path = tmp_path / 'ros.yaml'
+    path.write_text('/**/working_memory:\n  ros__parameters:\n    cabin_names: [planner]\n'
+                    '    cabins:\n      planner: {board_keys: [pose]}\n')
+    assert list(load_manifests(str(path))) == ['planner']
 
 
 def test_file_without_cabins_is_rejected(tmp_path):

@@ -85,6 +85,7 @@ class MemoryProbe:
         self.node = rclpy.create_node('wm_probe', namespace=namespace, context=context)
         self.spin_until = spin_until
         self.node_name = node_name
+        self.fully_qualified_name = f'{namespace}/{node_name}'
         self.frames, self.batches, self.diagnostics = [], [], []
         own = f'{namespace}/{node_name}'
         self.board = self.node.create_publisher(BoardUpdate, 'board', qos.stream_qos())
@@ -134,7 +135,7 @@ class MemoryProbe:
 
     def status(self, name, predicate=lambda status: True, on_spin=None):
         """Spin until this node's diagnostic status `name` satisfies `predicate`; return it."""
-        full_name = f'{self.node_name}: {name}'
+        full_name = f'{self.fully_qualified_name}: {name}'
         found = []
 
         def seen():

@@ -5,9 +5,12 @@ import math
 import pytest
 
 from working_memory.core.items import Missing, MissingReason
-from working_memory.ros.diagnostics import CapacityUse, Health, Level
-from working_memory.ros.params import (PARAMS, SPECS, cabin_param_specs, config_from_values,
-                                       default_values, drop_cabin)
+from working_memory.ros.diagnostics import (CapacityUse, Health, Level, idle_period_s,
+                                            lifecycle_status)
+from working_memory.ros.params import (PARAMS, SPECS, ParamType, cabin_param_specs, cabin_specs,
+                                       check_known, check_parameter, check_refused,
+                                       coerce, config_from_values, default_values, drop_cabin,
+                                       param_spec)
 
 USE = CapacityUse(items=3, capacity=10, size_bytes=40, size_budget=None, alarm=False)
 
@@ -40,6 +43,93 @@ def test_only_the_drop_field_of_a_cabin_is_writable_at_runtime():
     assert writable == ['cabins.planner.drop']
     assert drop_cabin('cabins.planner.drop') == 'planner'
     assert drop_cabin('cabins.planner.board_keys') is None and drop_cabin('tick_hz') is None
+
+
+def test_capacity_description_says_exempt_items_are_counted():
+    assert 'exempt items included' in SPECS['capacity'].description
+
+
+def test_every_parameter_name_finds_its_row_table_and_cabin_fields_alike():
+    assert param_spec('capacity') is SPECS['capacity']
+    radius = param_spec('cabins.planner.map.radius_m')
+    assert (radius.name, radius.type, radius.read_only) == (
+        'cabins.planner.map.radius_m', ParamType.DOUBLE, True)
+    assert not param_spec('cabins.monitor.drop').read_only
+    assert param_spec('use_sim_time') is None and param_spec('cabins.planner.raduis') is None
+
+
+def test_cabin_rows_are_declared_for_each_valid_distinct_cabin_name():
+    names = {spec.name.split('.')[1] for spec in cabin_specs(['planner', 'planner', '9bad', 'x'])}
+    assert names == {'planner', 'x'}
+    assert len(cabin_specs(['planner'])) == len(cabin_param_specs('planner'))
+    assert cabin_specs('planner') == () and cabin_specs([]) == ()
+
+
+@pytest.mark.parametrize('name, value, expected', [
+    ('tick_hz', 20, 20.0),                 # `ros2 param set ... tick_hz 20` sends an integer
+    ('cabins.planner.drop', [], []),       # `... drop "[]"` sends an empty bool array
+    ('capacity', 20, 20),
+    ('capacity', 'many', 'many'),          # left for check_parameter to refuse
+    ('tick_hz', True, True),
+])
+def test_loosely_typed_command_line_values_are_coerced_to_the_row_type(name, value, expected):
+    coerced = coerce(param_spec(name), value)
+    assert coerced == expected and type(coerced) is type(expected)
+
+
+@pytest.mark.parametrize('name, value, message', [
+    ('capacity', 'many', "capacity: must be an integer, got 'many'"),
+    ('capacity', 0, 'capacity: must be in [1, 1000000], got 0'),
+    ('tick_hz', 'fast', "tick_hz: must be a double, got 'fast'"),
+    ('cabins.planner.drop', 'safety:*', "cabins.planner.drop: must be a list of strings"),
+    ('stale_check', 1, 'stale_check: must be a bool, got 1'),
+])
+def test_a_wrong_value_is_refused_naming_the_parameter_and_what_it_takes(name, value, message):
+    with pytest.raises(ValueError) as error:
+        check_parameter(name, value)
+    assert str(error.value).startswith(message)
+
+
+def test_parameters_outside_the_table_are_left_to_rclpy():
+    check_parameter('use_sim_time', 'yes')
+
+
+@pytest.mark.parametrize('override, suggestion', [
+    ('capacty', 'capacity'),
+    ('cabins.planner.default_wieght', 'cabins.planner.default_weight'),
+    ('cabins.plannr.drop', 'cabins.planner.drop'),
+])
+def test_an_unknown_override_is_named_with_the_closest_declared_name(override, suggestion):
+    declared = [*SPECS, *(spec.name for spec in cabin_specs(['planner', 'executor']))]
+    with pytest.raises(ValueError) as error:
+        check_known(['capacity', override], declared)
+    assert str(error.value) == f'{override}: unknown parameter (did you mean {suggestion}?)'
+
+
+def test_known_overrides_and_no_refusals_pass():
+    check_known(['capacity'], SPECS)
+    check_refused({})
+    with pytest.raises(ValueError, match='^capacity: must be an integer'):
+        check_refused({'capacity': "capacity: must be an integer, got 'many'"})
+
+
+@pytest.mark.parametrize('state, failure, level, message', [
+    ('unconfigured', None, Level.WARN, 'unconfigured: waiting for configure'),
+    ('unconfigured', 'configure failed: capacty: unknown parameter', Level.ERROR,
+     'unconfigured: configure failed: capacty: unknown parameter'),
+    ('inactive', None, Level.WARN, 'inactive: not ticking'),
+    ('active', None, Level.OK, 'active: ticking'),
+    ('finalized', None, Level.WARN, 'finalized: not ticking'),
+])
+def test_lifecycle_status_tells_each_state_and_a_failed_configure(state, failure, level,
+                                                                  message):
+    status = lifecycle_status(state, failure)
+    assert (status.name, status.level, status.message) == ('lifecycle', level, message)
+    assert dict(status.values)['state'] == state
+
+
+def test_diagnostics_keep_a_period_while_not_ticking_even_when_every_tick_is_asked():
+    assert idle_period_s(0.0) == 1.0 and idle_period_s(0.25) == 0.25
 
 
 def test_a_silent_pose_topic_turns_stale_only_with_stale_check():

@@ -1,14 +1,11 @@
 """Lifecycle transitions, parameter validation and the inactive state of the memory node."""
 
-import pathlib
-
 import pytest
 from lifecycle_msgs.msg import State
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 
 from working_memory.msg import MissingItem
-from working_memory.ros.node import WorkingMemoryNode
 
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
@@ -129,13 +126,3 @@ def test_manifests_file_cabins_get_a_runtime_drop_parameter(start_memory, tmp_pa
     assert result.successful
     cleared = probe.wait_frame(lambda frame: not frame.packs[0].missing)
     assert cleared.packs[0].cabin == 'monitor'
-
-
-def test_packaged_config_configures_the_node(context, add_node):
-    config = pathlib.Path(__file__).resolve().parents[2] / 'config' / 'working_memory.yaml'
-    # The file addresses the node by its name: no test namespace here.
-    node = add_node(WorkingMemoryNode(context=context,
-                                      cli_args=['--ros-args', '--params-file', str(config)]))
-    assert node.trigger_configure() == SUCCESS
-    assert list(node._memory.manifests) == node.get_parameter('cabin_names').value
-    assert node.get_parameter('cabins.planner.drop').value == []

@@ -92,7 +92,7 @@ def test_recorder_writes_every_frame_eviction_and_diagnostic(context, executor, 
             evictions.publish(batch)
         frames.publish(frame(tick, battery=tick < 3))
         spin_until(executor, lambda: recorder.counts[FRAME_TOPIC] == tick, f'frame {tick}')
-    status = DiagnosticStatus(name='working_memory: capacity', level=DiagnosticStatus.ERROR,
+    status = DiagnosticStatus(name='/working_memory: capacity', level=DiagnosticStatus.ERROR,
                               values=[KeyValue(key='exempt_overflow', value='True')])
     diagnostics.publish(DiagnosticArray(status=[status]))
     spin_until(executor, lambda: recorder.counts['/diagnostics'] == 1, 'diagnostics')

@@ -107,7 +107,7 @@ def eviction_batch(tick: int, evictions=(), readmitted=()) -> EvictionBatch:
 def alarm_status(tick: int, alarm: bool) -> DiagnosticArray:
     """Return the node's diagnostics reporting the capacity alarm at `tick`."""
     status = DiagnosticStatus(level=DiagnosticStatus.ERROR if alarm else DiagnosticStatus.OK,
-                              name='working_memory: capacity', message='capacity alarm' if alarm
+                              name='/working_memory: capacity', message='capacity alarm' if alarm
                               else 'ok', values=[KeyValue(key='capacity', value='1'),
                                                  KeyValue(key='exempt_overflow', value=str(alarm))])
     msg = DiagnosticArray(status=[status])

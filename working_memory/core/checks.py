@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import math
-from typing import Any
+from typing import Any, Iterable
 
 
 def is_finite_number(value: object) -> bool:
@@ -22,3 +23,15 @@ def check_int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f'{name}: must be an integer >= {minimum}, got {value!r}')
     return value
+
+
+def did_you_mean(name: str, known: Iterable[str], list_known: bool = True) -> str:
+    """Return ' (did you mean X?)' for the closest of `known` to `name`.
+
+    Without a close one: ' (known: a, b, ...)', or '' when `list_known` is False.
+    """
+    known = sorted(known)
+    close = difflib.get_close_matches(name, known, n=1)
+    if close:
+        return f' (did you mean {close[0]}?)'
+    return f' (known: {", ".join(known)})' if list_known else ''

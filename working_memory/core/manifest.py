@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from working_memory.core.checks import is_finite_number, is_unit_interval
+from working_memory.core.checks import did_you_mean, is_finite_number, is_unit_interval
 from working_memory.core.items import EventKind
 
 MAP = 'map'
@@ -214,7 +214,7 @@ class Manifest:
 
         Raises ManifestError naming the field, e.g. `planner.map.radius_m: must be >= 0 m`.
         """
-        if not isinstance(name, str) or not _CABIN_NAME.match(name):
+        if not is_cabin_name(name):
             raise ManifestError(f'cabin name: must be a letter then letters, digits or _, '
                                 f'got {name!r}')
         if not isinstance(mapping, Mapping):
@@ -224,8 +224,8 @@ class Manifest:
         for dotted, value in _flatten(mapping, name):
             spec = _FIELDS.get(dotted)
             if spec is None:
-                raise ManifestError(f'{name}.{dotted}: unknown field '
-                                    f'(known: {", ".join(sorted(_FIELDS))})')
+                raise ManifestError(f'{name}.{dotted}: unknown field'
+                                    + did_you_mean(dotted, _FIELDS))
             values[dotted] = _check_type(value, spec, f'{name}.{dotted}')
         return cls(
             name=name,
@@ -316,6 +316,11 @@ class Manifest:
             if regex.match(key):
                 return weight
         return self.default_weight
+
+
+def is_cabin_name(name: object) -> bool:
+    """Return True for a valid cabin name: a letter, then letters, digits or _."""
+    return isinstance(name, str) and _CABIN_NAME.match(name) is not None
 
 
 def _flatten(mapping: Mapping[str, Any], where: str, prefix: str = ''):
@@ -414,7 +419,8 @@ def manifests_from_params(params: Mapping[str, Any]) -> dict[str, Manifest]:
 def load_manifests(path: str, node_name: str = 'working_memory') -> dict[str, Manifest]:
     """Load manifests from a YAML file in ROS params layout or a plain `cabins:` mapping.
 
-    ROS layout: `<node_name>: ros__parameters: {cabin_names: [...], cabins: {...}}`.
+    ROS layout: `<key>: ros__parameters: {cabin_names: [...], cabins: {...}}`, the key
+    `/**/<node_name>` (any namespace, as config/working_memory.yaml has it) or `<node_name>`.
     Raises ManifestError naming the file and field; OSError when it cannot be read.
     """
     with open(path, encoding='utf-8') as stream:
@@ -426,11 +432,12 @@ def load_manifests(path: str, node_name: str = 'working_memory') -> dict[str, Ma
         raise ManifestError(f'{path}: must hold a mapping, got {type(document).__name__}')
     params = document
     if 'cabins' not in document:
-        node = document.get(node_name)
+        node = document.get(f'/**/{node_name}', document.get(node_name))
         params = node.get('ros__parameters') if isinstance(node, Mapping) else None
         if not isinstance(params, Mapping):
-            raise ManifestError(f'{path}: {node_name}.ros__parameters: missing; expected it '
-                                f'(ROS params layout) or a top-level "cabins" mapping')
+            raise ManifestError(f'{path}: /**/{node_name}.ros__parameters: missing; expected '
+                                f'it (ROS params layout, or keyed {node_name}) or a top-level '
+                                f'"cabins" mapping')
     try:
         return manifests_from_params(params)
     except ManifestError as error:

@@ -36,7 +36,8 @@ from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction,
                                 EvictionBatch, LogEvent, MissingItem, WorkingItem)
 from working_memory.ros.diagnostics import Status
-from working_memory.ros.params import ParamSpec, ParamType
+from working_memory.ros.params import (ParamSpec, ParamType, check_value, coerce,
+                                       param_spec)
 
 # -- time ------------------------------------------------------------------
 
@@ -360,6 +361,83 @@ def declare_parameters(node, specs) -> dict[str, Any]:
     return {spec.name: node.get_parameter(spec.name).value for spec in specs}
 
 
+def declare_table(node, specs) -> dict[str, str]:
+    """Declare the rows of `specs` not yet declared on `node`; return the overrides refused.
+
+    Rows are declared with dynamic typing, so that a set of the wrong type reaches
+    the node's set-parameters callback, which names the parameter and the type it
+    expects (rclpy's own type check runs before any callback and names neither);
+    the callback keeps the row's type. An override the table refuses (wrong type,
+    out of range) is not applied: the row keeps its default and the refusal is
+    returned by name, so configure can fail with it while the node keeps running.
+    """
+    overrides = parameter_overrides(node)
+    refused = {}
+    for spec in specs:
+        if node.has_parameter(spec.name):
+            continue
+        value = spec.default
+        if spec.name in overrides:
+            try:
+                value = check_value(spec, coerce(spec, overrides[spec.name]))
+            except ValueError as error:
+                refused[spec.name] = str(error)
+        value = list(value) if isinstance(value, tuple) else value
+        descriptor = parameter_descriptor(spec, dynamic_typing=True)
+        if value != []:
+            node.declare_parameter(spec.name, value, descriptor, ignore_override=True)
+            continue
+        # rclpy types an empty list as a byte array: declare writable, set it as the
+        # row's type, then apply the real (maybe read-only) descriptor.
+        writable = parameter_descriptor(dataclasses.replace(spec, read_only=False),
+                                        dynamic_typing=True)
+        node.declare_parameter(spec.name, value, writable, ignore_override=True)
+        node.set_parameters([Parameter(spec.name, parameter_type(spec), [])])
+        node.set_descriptor(spec.name, descriptor)
+    return refused
+
+
+def parameter_values(node, specs) -> dict[str, Any]:
+    """Return the current value of every row of `specs` by name."""
+    return {spec.name: node.get_parameter(spec.name).value for spec in specs}
+
+
+def parameter_overrides(node) -> dict[str, Any]:
+    """Return the overrides the node was started with (params files, -p, constructor) by name."""
+    # rclpy has no public accessor (rclcpp has get_parameter_overrides()); the node keeps
+    # them in _parameter_overrides, which declare_parameter reads.
+    return {name: parameter.value for name, parameter in node._parameter_overrides.items()}
+
+
+def declared_names(node) -> list[str]:
+    """Return the names of every parameter declared on `node`."""
+    return list(node.list_parameters([], 0).names)
+
+
+def coerced_parameter(parameter: Parameter) -> Parameter:
+    """Return `parameter` with a loosely typed value as its row's type (see params.coerce)."""
+    spec = param_spec(parameter.name)
+    if spec is None or parameter.type_ is Parameter.Type.NOT_SET:
+        return parameter
+    value = coerce(spec, parameter.value)
+    if value is parameter.value:
+        return parameter
+    return Parameter(parameter.name, parameter_type(spec), value)
+
+
+def keep_declared_types(node, parameters: list[Parameter]) -> None:
+    """Restore the row's type in the descriptors of `parameters` after a set attempt.
+
+    rclpy writes the type of every value it is offered into a dynamically typed
+    descriptor, also one the callback then refuses; `ros2 param describe` must
+    keep showing the table's type.
+    """
+    for parameter in parameters:
+        spec = param_spec(parameter.name)
+        if spec is not None and node.has_parameter(parameter.name):
+            node.describe_parameter(parameter.name).type = parameter_type(spec).value
+
+
 def declare_double_array(node, name: str, default: list[float], description: str) -> list[float]:
     """Declare a read-only double-array parameter (launch overrides win); return its value."""
     descriptor = ParameterDescriptor(name=name, type=Parameter.Type.DOUBLE_ARRAY.value,
@@ -377,10 +455,11 @@ def parameter_type(spec: ParamSpec) -> Parameter.Type:
     return _PARAMETER_TYPES[spec.type]
 
 
-def parameter_descriptor(spec: ParamSpec) -> ParameterDescriptor:
+def parameter_descriptor(spec: ParamSpec, dynamic_typing: bool = False) -> ParameterDescriptor:
     """Return the ParameterDescriptor of a table row (range, choices, read-only)."""
     descriptor = ParameterDescriptor(name=spec.name, type=parameter_type(spec).value,
-                                     description=spec.description, read_only=spec.read_only)
+                                     description=spec.description, read_only=spec.read_only,
+                                     dynamic_typing=dynamic_typing)
     if spec.choices:
         descriptor.additional_constraints = f'one of: {", ".join(spec.choices)}'
     if spec.range is not None and spec.type is ParamType.DOUBLE:
@@ -395,7 +474,10 @@ def parameter_descriptor(spec: ParamSpec) -> ParameterDescriptor:
 
 
 def diagnostic_array(statuses: list[Status], node_name: str, stamp: float) -> DiagnosticArray:
-    """Return statuses as a DiagnosticArray named '<node_name>: <status>' at `stamp` [s]."""
+    """Return statuses as a DiagnosticArray named '<node_name>: <status>' at `stamp` [s].
+
+    `node_name` is the fully qualified name, so two namespaced nodes can be told apart.
+    """
     array = DiagnosticArray()
     array.header.stamp = time_from_seconds(stamp)
     array.status = [

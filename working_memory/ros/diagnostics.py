@@ -36,6 +36,33 @@ class Status:
     values: tuple[tuple[str, str], ...] = ()
 
 
+# How often /diagnostics is published while the node does not tick [s], when
+# diagnostics_period_s is 0 ("every tick").
+IDLE_PERIOD_S = 1.0
+
+
+def idle_period_s(diagnostics_period_s: float) -> float:
+    """Return the period [s] of /diagnostics while the node is not ticking."""
+    return diagnostics_period_s or IDLE_PERIOD_S
+
+
+def lifecycle_status(state: str, failure: str | None = None) -> Status:
+    """Return the `lifecycle` status of a node in lifecycle `state` (a primary state label).
+
+    Active is OK; unconfigured with a `failure` (why configure failed) is an ERROR
+    carrying it; any other state (waiting for configure, inactive, finalized) is a
+    WARN: the node serves no frames.
+    """
+    values = (('state', state), ('failure', failure or ''))
+    if state == 'active':
+        return Status('lifecycle', Level.OK, 'active: ticking', values)
+    if state == 'unconfigured' and failure:
+        return Status('lifecycle', Level.ERROR, f'unconfigured: {failure}', values)
+    message = {'unconfigured': 'unconfigured: waiting for configure',
+               'inactive': 'inactive: not ticking'}.get(state, f'{state}: not ticking')
+    return Status('lifecycle', Level.WARN, message, values)
+
+
 @dataclass(slots=True)
 class InputHealth:
     """What arrived on one input topic.

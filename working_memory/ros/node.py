@@ -18,7 +18,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.clock import JumpHandle, JumpThreshold
+from rclpy.clock import Clock, ClockType, JumpHandle, JumpThreshold
 from rclpy.duration import Duration
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.exceptions import InvalidTopicNameException, ParameterException
@@ -44,10 +44,12 @@ from working_memory.core.timebase import TimeBase
 from working_memory.msg import BoardUpdate, ContextFrame, EvictionBatch, LogEvent
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
-from working_memory.ros.diagnostics import CapacityUse, Health
-from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
-                                       cabin_param_specs, config_from_values, drop_cabin,
-                                       drop_param_spec)
+from working_memory.ros.diagnostics import (CapacityUse, Health, Status, idle_period_s,
+                                            lifecycle_status)
+from working_memory.ros.params import (CABINS_PREFIX, PARAMS, SPECS, NodeConfig,
+                                       cabin_param_specs, cabin_specs, check_known,
+                                       check_parameter, check_refused, config_from_values,
+                                       drop_cabin, drop_param_spec)
 from working_memory.ros.spin import run_node
 from working_memory.ros.views import Views
 from working_memory.srv import Assemble, Explain
@@ -87,7 +89,9 @@ class WorkingMemoryNode(LifecycleNode):
         The table in `working_memory.ros.params.PARAMS` (tick_hz, capacity, ...), and
         `cabins.<cabin>.<field>` for each cabin in `cabin_names` (fields of
         `core.manifest.MANIFEST_FIELDS`; only `cabins.<cabin>.drop` changes at runtime).
-        Declared in `on_configure`; runtime sets are validated and applied between ticks.
+        Declared in the constructor (a manifests_file cabin's drop at configure, see
+        ros/params.py); values take effect at configure; runtime sets are validated,
+        refusals name the parameter, and applied between ticks.
     Subscriptions:
         `board` (BoardUpdate), `map` (nav_msgs/OccupancyGrid, latched), `log` (LogEvent),
         `odom` (nav_msgs/Odometry) or `pose` (geometry_msgs/PoseStamped) per `pose_source`,
@@ -96,7 +100,10 @@ class WorkingMemoryNode(LifecycleNode):
     Publishers (lifecycle: silent unless active):
         `~/frame` (ContextFrame, reliable + transient local + keep last 1),
         `~/evictions` (EvictionBatch, in ticks with evictions or readmissions),
-        `/diagnostics` (diagnostic_msgs/DiagnosticArray).
+    Publishers (every state):
+        `/diagnostics` (diagnostic_msgs/DiagnosticArray), statuses named
+        `<fully qualified node name>: <status>`: per tick while active, else a
+        `lifecycle` status every diagnostics_period_s (ERROR after a failed configure).
     Services (answer only while active):
         `~/assemble` (Assemble), `~/explain` (Explain), from the retained frozen frames.
     """
@@ -108,18 +115,38 @@ class WorkingMemoryNode(LifecycleNode):
         self._entities: list[Subscription | Service] = []
         self._jump_handle: JumpHandle | None = None
         self._timer: Timer | None = None
-        self._frame_pub = self._evictions_pub = self._diagnostics_pub = None
+        self._frame_pub = self._evictions_pub = None
+        # Why the node is unconfigured (a failed configure, an error), for /diagnostics.
+        self._failure: str | None = None
+        self._finalized = False
+        self._idle_timer: Timer | None = None
+        # Overrides the table refused at declaration, by name: configure fails with them.
+        self._refused: dict[str, str] = {}
+        self.add_pre_set_parameters_callback(self._on_pre_set_parameters)
         self._views: Views | None = None
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.add_post_set_parameters_callback(self._on_parameters_set)
+        # The whole table before configure, so ros2 param list/describe show it.
+        refused = conv.declare_table(self, PARAMS)
+        refused.update(conv.declare_table(
+            self, cabin_specs(self.get_parameter('cabin_names').value)))
+        self._refused = refused
+        # /diagnostics in every lifecycle state: a plain publisher, and a steady timer for
+        # the states without ticks (it runs without /clock too).
+        self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics',
+                                                      qos.diagnostics_qos())
+        self._start_idle_diagnostics()
 
     # -- lifecycle ------------------------------------------------------------
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Declare and validate parameters, load manifests, build the core and the entities."""
+        """Validate parameters and overrides, load manifests, build the core and the entities."""
         try:
-            config = config_from_values(conv.declare_parameters(self, PARAMS))
+            check_refused(self._refused)
+            config = config_from_values(conv.parameter_values(self, PARAMS))
             manifests = self._load_manifests(config)
+            # After _load_manifests: it declares the drops of the manifests_file cabins.
+            check_known(conv.parameter_overrides(self), conv.declared_names(self))
             self._memory = self._build_memory(config, manifests)
             self._create_entities(config)
             self._views = Views(self, manifests, config.map_frame) if config.views else None
@@ -127,7 +154,10 @@ class WorkingMemoryNode(LifecycleNode):
             # ManifestError is a ValueError; each names the parameter or field at fault.
             self.get_logger().error(f'configure failed: {error}')
             self._release()
+            self._failure = f'configure failed: {error}'
+            self._publish_lifecycle()
             return TransitionCallbackReturn.FAILURE
+        self._failure = None
         self.get_logger().info(f'configured: cabins {", ".join(manifests)}, '
                                f'capacity {config.capacity}, ' + self._tick_description(config))
         return super().on_configure(state)
@@ -150,10 +180,13 @@ class WorkingMemoryNode(LifecycleNode):
         return super().on_cleanup(state)
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Release everything from whichever state the node is in."""
+        """Release everything from whichever state the node is in; a last lifecycle status."""
         self._active = False
         self._stop_ticking()
         self._release()
+        self._finalized = True
+        self._stop_idle_diagnostics()
+        self._publish_lifecycle()
         return super().on_shutdown(state)
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -162,6 +195,7 @@ class WorkingMemoryNode(LifecycleNode):
         self._active = False
         self._stop_ticking()
         self._release()
+        self._failure = f'error while {state.label}: released'
         return TransitionCallbackReturn.SUCCESS
 
     # -- configuration --------------------------------------------------------
@@ -179,13 +213,14 @@ class WorkingMemoryNode(LifecycleNode):
                     raise ManifestError(f'cabin_names: {name!r} is also defined in '
                                         f'manifests_file {config.manifests_file}')
                 spec = drop_param_spec(name, manifest.drop)
-                drop = conv.declare_parameters(self, (spec,))[spec.name]
+                check_refused(conv.declare_table(self, (spec,)))
+                drop = self.get_parameter(spec.name).value
                 manifests[name] = dataclasses.replace(manifest, drop=tuple(drop))
         if config.cabin_names:
             cabins = {}
             for name in config.cabin_names:
                 prefix = f'{CABINS_PREFIX}{name}.'
-                values = conv.declare_parameters(self, cabin_param_specs(name))
+                values = conv.parameter_values(self, cabin_param_specs(name))
                 cabins[name] = {key.removeprefix(prefix): value for key, value in values.items()}
             manifests.update(manifests_from_params(
                 {'cabin_names': list(config.cabin_names), 'cabins': cabins}))
@@ -242,8 +277,6 @@ class WorkingMemoryNode(LifecycleNode):
         self._evictions_pub = self.create_lifecycle_publisher(
             EvictionBatch, '~/evictions', qos.stream_qos(),
             event_callbacks=self._output_events('~/evictions'))
-        self._diagnostics_pub = self.create_lifecycle_publisher(
-            DiagnosticArray, '/diagnostics', qos.diagnostics_qos())
         self._entities += [
             self.create_service(Assemble, '~/assemble', self._handle_assemble),
             self.create_service(Explain, '~/explain', self._handle_explain),
@@ -262,10 +295,10 @@ class WorkingMemoryNode(LifecycleNode):
         for entity in self._entities:
             self._destroy(entity)
         self._entities.clear()
-        for publisher in (self._frame_pub, self._evictions_pub, self._diagnostics_pub):
+        for publisher in (self._frame_pub, self._evictions_pub):
             if publisher is not None:
                 self.destroy_lifecycle_publisher(publisher)
-        self._frame_pub = self._evictions_pub = self._diagnostics_pub = None
+        self._frame_pub = self._evictions_pub = None
         if self._views is not None:
             self._views.destroy()
             self._views = None
@@ -290,19 +323,36 @@ class WorkingMemoryNode(LifecycleNode):
 
     # -- runtime parameters ---------------------------------------------------
 
+    def _on_pre_set_parameters(self, parameters: list[Parameter]) -> list[Parameter]:
+        """Take loosely typed command-line values as their row's type (20 for 20.0)."""
+        return [conv.coerced_parameter(parameter) for parameter in parameters]
+
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
-        """Validate a runtime change as a whole; the reason names the parameter at fault."""
-        if self._memory is None:
-            # Declaration in on_configure: descriptors check each value, validate() the whole.
-            return conv.set_parameters_result(None)
+        """Validate a change: each value by its row, a configured node's config as a whole.
+
+        Rows are dynamically typed (conv.declare_table), so the type is checked here
+        and the refusal names the parameter and the type or range it expects.
+        """
+        rejection = None
         try:
-            self._candidate(parameters)
+            for parameter in parameters:
+                check_parameter(parameter.name, parameter.value)
+            if self._memory is not None:
+                self._candidate(parameters)
         except ValueError as error:
-            return conv.set_parameters_result(str(error))
-        return conv.set_parameters_result(None)
+            rejection = str(error)
+        conv.keep_declared_types(self, parameters)
+        return conv.set_parameters_result(rejection)
 
     def _on_parameters_set(self, parameters: list[Parameter]) -> None:
         """Apply an accepted change: between two ticks, as callbacks never overlap."""
+        for parameter in parameters:
+            # A valid value replaces an override the table refused.
+            self._refused.pop(parameter.name, None)
+        if self._idle_timer is not None and any(
+                parameter.name == 'diagnostics_period_s' for parameter in parameters):
+            self._stop_idle_diagnostics()
+            self._start_idle_diagnostics()
         memory = self._memory
         if memory is None:
             return
@@ -388,7 +438,38 @@ class WorkingMemoryNode(LifecycleNode):
             effective, epoch=memory.timebase.epoch, capacity=use,
             missing={cabin: pack.missing for cabin, pack in frame.packs.items()},
             stale_check=memory.config.stale_check)
-        self._diagnostics_pub.publish(conv.diagnostic_array(statuses, self.get_name(), now))
+        self._publish_statuses([self._lifecycle_status(), *statuses], now)
+
+    def _start_idle_diagnostics(self) -> None:
+        period = idle_period_s(self.get_parameter('diagnostics_period_s').value)
+        self._idle_timer = self.create_timer(period, self._on_idle_diagnostics,
+                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _stop_idle_diagnostics(self) -> None:
+        if self._idle_timer is not None:
+            self.destroy_timer(self._idle_timer)
+            self._idle_timer = None
+
+    def _on_idle_diagnostics(self) -> None:
+        """Publish the lifecycle status while the node does not tick (ticks publish their own)."""
+        if not self._active:
+            self._publish_lifecycle()
+
+    def _publish_lifecycle(self) -> None:
+        self._publish_statuses([self._lifecycle_status()], self._now())
+
+    def _lifecycle_status(self) -> Status:
+        if self._finalized:
+            state = 'finalized'
+        elif self._memory is None:
+            state = 'unconfigured'
+        else:
+            state = 'active' if self._active else 'inactive'
+        return lifecycle_status(state, self._failure)
+
+    def _publish_statuses(self, statuses: list[Status], now: float) -> None:
+        self._diagnostics_pub.publish(conv.diagnostic_array(
+            statuses, self.get_fully_qualified_name(), now))
 
     def _on_clock_jump(self, jump) -> None:
         """Start a new epoch after the clock went backwards and re-arm the tick timer."""

@@ -1,8 +1,16 @@
 """The node's parameters: one declarative table, a frozen snapshot and its validation.
 
 Pure Python (no rclpy): `ros/conversions.py` turns each `ParamSpec` into a
-ParameterDescriptor, the node declares the table in `on_configure` and swaps
-in a new `NodeConfig` after every accepted runtime change.
+ParameterDescriptor; the node declares the table in its constructor (so
+`ros2 param list` and `ros2 param describe` show it before configure), reads the
+values into a `NodeConfig` at configure and swaps in a new one after every
+accepted runtime change.
+
+When what is declared: the table and, for each cabin in `cabin_names` (read-only,
+so its launch value decides), every `cabins.<cabin>.<field>` at construction; the
+`cabins.<cabin>.drop` of a cabin from `manifests_file` at configure, when the file
+is read. Configure fails on any override that names no declared parameter (a
+typo: the closest valid name is suggested) or that the table refuses.
 """
 
 from __future__ import annotations
@@ -11,9 +19,10 @@ import dataclasses
 import enum
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
-from working_memory.core.manifest import MANIFEST_FIELDS, ManifestField
+from working_memory.core.checks import did_you_mean
+from working_memory.core.manifest import MANIFEST_FIELDS, ManifestField, is_cabin_name
 
 
 class ParamType(str, enum.Enum):
@@ -55,7 +64,9 @@ PARAMS: tuple[ParamSpec, ...] = (
               "Topic (std_msgs/Empty) whose messages trigger a tick; '' ticks on the timer",
               read_only=True),
     ParamSpec('capacity', ParamType.INTEGER, 256,
-              'Maximum number of items in the working set (exempt items excepted)',
+              'Maximum number of items in the working set, exempt items included: they '
+              'count towards it but are never evicted (exempt items alone over capacity '
+              'raise the capacity alarm)',
               range=(1, 1_000_000)),
     ParamSpec('size_budget_bytes', ParamType.INTEGER, 0,
               'Maximum total JSON size of the working set [bytes]; 0 means no budget',
@@ -109,7 +120,8 @@ PARAMS: tuple[ParamSpec, ...] = (
 
 CABINS_PREFIX = 'cabins.'
 DROP_FIELD = 'drop'
-_DROP = next(field for field in MANIFEST_FIELDS if field.name == DROP_FIELD)
+_FIELDS = {field.name: field for field in MANIFEST_FIELDS}
+_DROP = _FIELDS[DROP_FIELD]
 
 
 def cabin_param_specs(cabin: str) -> tuple[ParamSpec, ...]:
@@ -131,6 +143,65 @@ def _cabin_field_spec(cabin: str, field: ManifestField, default: Any) -> ParamSp
     default = list(default) if isinstance(default, tuple) else default
     return ParamSpec(f'{CABINS_PREFIX}{cabin}.{field.name}', ParamType(field.type), default,
                      field.description, read_only=field is not _DROP)
+
+
+def cabin_specs(cabin_names: Any) -> tuple[ParamSpec, ...]:
+    """Return the `cabins.<cabin>.<field>` rows of every valid, distinct name in `cabin_names`.
+
+    Invalid names are left out: configure fails on them, naming the cabin.
+    """
+    names = cabin_names if isinstance(cabin_names, (list, tuple)) else ()
+    return tuple(spec for name in dict.fromkeys(names) if is_cabin_name(name)
+                 for spec in cabin_param_specs(name))
+
+
+def param_spec(name: str) -> ParamSpec | None:
+    """Return the row of parameter `name` (table or `cabins.<cabin>.<field>`), else None."""
+    if name in SPECS:
+        return SPECS[name]
+    cabin, _, field = name.removeprefix(CABINS_PREFIX).partition('.')
+    if not name.startswith(CABINS_PREFIX) or field not in _FIELDS:
+        return None
+    return _cabin_field_spec(cabin, _FIELDS[field], _FIELDS[field].default)
+
+
+def coerce(spec: ParamSpec, value: Any) -> Any:
+    """Return `value` as the row's type where a command line typed it loosely, else unchanged.
+
+    `ros2 param set` types `20` as an integer (a double row takes it as 20.0) and
+    `[]` as a bool array (a string-array row takes it as an empty list).
+    """
+    if spec.type is ParamType.DOUBLE and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if spec.type is ParamType.STRING_ARRAY and isinstance(value, (list, tuple)) and not value:
+        return []
+    return value
+
+
+def check_parameter(name: str, value: Any) -> None:
+    """Raise ValueError naming parameter `name` unless `value` suits its row (if it has one)."""
+    spec = param_spec(name)
+    if spec is not None:
+        check_value(spec, value)
+
+
+def check_known(overrides: Iterable[str], declared: Iterable[str]) -> None:
+    """Raise ValueError naming every override (a parameter name) that is not `declared`.
+
+    `overrides` are the names the launch gave the node (params files, -p, constructor);
+    each unknown one comes with the closest declared name, as a typo usually is.
+    """
+    declared = set(declared)
+    problems = [f'{name}: unknown parameter' + did_you_mean(name, declared, list_known=False)
+                for name in overrides if name not in declared]
+    if problems:
+        raise ValueError('; '.join(problems))
+
+
+def check_refused(refused: Mapping[str, str]) -> None:
+    """Raise ValueError with every reason in `refused` ({name: why its override was refused})."""
+    if refused:
+        raise ValueError('; '.join(refused.values()))
 
 
 def drop_cabin(name: str) -> str | None:
@@ -203,7 +274,8 @@ def check_value(spec: ParamSpec, value: Any) -> Any:
                 ParamType.STRING: str}[spec.type]
     if not isinstance(value, expected) or (isinstance(value, bool)
                                            and spec.type is not ParamType.BOOL):
-        raise ValueError(f'{spec.name}: must be a {spec.type.value}, got {value!r}')
+        article = 'an' if spec.type is ParamType.INTEGER else 'a'
+        raise ValueError(f'{spec.name}: must be {article} {spec.type.value}, got {value!r}')
     if spec.type is ParamType.DOUBLE:
         value = float(value)
         if not math.isfinite(value):

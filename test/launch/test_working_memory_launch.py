@@ -1,0 +1,49 @@
+"""working_memory.launch.py as a user runs it: defaults only, the node comes up active."""
+
+import pytest
+
+launch_pytest = pytest.importorskip(
+    'launch_pytest', reason='launch tools come from ../shared/wheels (make installs them there)')
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from launch import LaunchDescription  # noqa: E402
+
+from working_memory.msg import ContextFrame  # noqa: E402
+from working_memory.ros.qos import diagnostics_qos, frame_qos  # noqa: E402
+
+NODE = '/working_memory'
+
+
+@launch_pytest.fixture(scope='module')
+def launch_description(include, processes):
+    return LaunchDescription([*processes.handlers(), include('working_memory.launch.py'),
+                              launch_pytest.actions.ReadyToTest()])
+
+
+@pytest.mark.launch(fixture=launch_description)
+def test_autostart_reaches_active_and_publishes_frames(probe):
+    frames = probe.collect(ContextFrame, f'{NODE}/frame', frame_qos())
+    probe.wait_for_state(NODE, 'active')
+    probe.wait_for(lambda: frames and frames[-1].tick > 0, f'a frame on {NODE}/frame')
+    assert [pack.cabin for pack in frames[-1].packs] == ['planner', 'executor', 'monitor']
+
+
+@pytest.mark.launch(fixture=launch_description)
+def test_the_node_is_configured_as_the_packaged_params_file_says(probe):
+    assert probe.parameters(NODE, ['capacity', 'cabin_names', 'cabins.planner.map.radius_m',
+                                   'use_sim_time']) == {
+        'capacity': 40, 'cabin_names': ['planner', 'executor', 'monitor'],
+        'cabins.planner.map.radius_m': 8.0, 'use_sim_time': False}
+
+
+@pytest.mark.launch(fixture=launch_description)
+def test_diagnostics_name_the_node_and_report_it_active(probe):
+    diagnostics = probe.collect(DiagnosticArray, '/diagnostics', diagnostics_qos())
+    status = probe.status(diagnostics, f'{NODE}: lifecycle',
+                          lambda status: status.level == DiagnosticStatus.OK)
+    assert (status.message, status.hardware_id) == ('active: ticking', NODE)
+
+
+@pytest.mark.launch(fixture=launch_description, shutdown=True)
+def test_the_node_exits_cleanly_at_shutdown(processes):
+    assert processes.exits and all(code == 0 for _, code in processes.exits), processes.exits

@@ -1,0 +1,137 @@
+"""Strict parameters of the memory node: declared before configure, typos and wrong types named.
+
+In-process parameter calls (node.set_parameters is what the parameter services call); no
+message has to cross DDS.
+"""
+
+import pytest
+from rcl_interfaces.msg import ParameterType
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.parameter import Parameter
+
+from working_memory.ros.conversions import parameter_type
+from working_memory.ros.params import PARAMS, cabin_param_specs
+
+SUCCESS = TransitionCallbackReturn.SUCCESS
+FAILURE = TransitionCallbackReturn.FAILURE
+
+
+def configure_error(capfd):
+    """Return the last 'configure failed' log line written so far."""
+    errors = [line for line in capfd.readouterr().err.splitlines() if 'configure failed' in line]
+    assert errors, 'no configure failure logged'
+    return errors[-1]
+
+
+def test_the_whole_table_is_declared_with_its_descriptors_before_configure(start_memory):
+    node, _ = start_memory(configure=False)
+    declared = set(node.list_parameters([], 0).names)
+    specs = [*PARAMS, *cabin_param_specs('planner'), *cabin_param_specs('executor')]
+    assert {spec.name for spec in specs} <= declared
+    for spec in specs:
+        descriptor = node.describe_parameter(spec.name)
+        assert descriptor.description == spec.description, spec.name
+        assert descriptor.type == parameter_type(spec).value, spec.name
+        assert descriptor.read_only == spec.read_only, spec.name
+    capacity = node.describe_parameter('capacity').integer_range[0]
+    assert (capacity.from_value, capacity.to_value) == (1, 1_000_000)
+    assert node.describe_parameter('tick_hz').floating_point_range[0].from_value == 0.1
+    # Empty string-array defaults are string arrays, not the byte arrays rclpy makes of [].
+    assert node.get_parameter('cabins.planner.drop').type_ is Parameter.Type.STRING_ARRAY
+
+
+def test_a_value_set_before_configure_takes_effect_at_configure(start_memory):
+    node, _ = start_memory(configure=False)
+    [result] = node.set_parameters([Parameter('capacity', value=7)])
+    assert result.successful
+    assert node.trigger_configure() == SUCCESS
+    assert node._memory.config.capacity == 7
+
+
+@pytest.mark.parametrize('configure', [False, True])
+def test_a_wrong_type_set_is_refused_naming_the_parameter_and_the_type(start_memory, configure):
+    node, _ = start_memory(configure=configure, activate=False)
+    [result] = node.set_parameters([Parameter('capacity', value='many')])
+    assert not result.successful
+    assert result.reason == "capacity: must be an integer, got 'many'"
+    assert node.get_parameter('capacity').value == 256
+    # rclpy wrote 'string' into the dynamically typed descriptor; the table's type is kept.
+    assert node.describe_parameter('capacity').type == ParameterType.PARAMETER_INTEGER
+    [result] = node.set_parameters([Parameter('cabins.planner.drop', value='safety:*')])
+    assert result.reason.startswith('cabins.planner.drop: must be a list of strings')
+
+
+def test_an_out_of_range_set_is_refused_naming_the_parameter_and_the_range(start_memory):
+    node, _ = start_memory(configure=False)
+    # rclpy checks the descriptor's range itself, with a message naming both.
+    [result] = node.set_parameters([Parameter('capacity', value=0)])
+    assert not result.successful
+    assert 'capacity' in result.reason and '1000000' in result.reason, result.reason
+    [result] = node.set_parameters([Parameter('tick_hz', value=0)])   # an integer, below 0.1
+    assert not result.successful
+    assert all(part in result.reason for part in ('tick_hz', '0.1', '1000.0')), result.reason
+
+
+def test_command_line_typing_is_taken_as_the_parameter_type(start_memory):
+    node, probe = start_memory()
+    # `ros2 param set ... tick_hz 20` sends an integer, `... drop "[]"` an empty bool array.
+    results = node.set_parameters([Parameter('tick_hz', Parameter.Type.INTEGER, 20),
+                                   Parameter('cabins.planner.drop', Parameter.Type.BOOL_ARRAY, [])])
+    assert all(result.successful for result in results), results
+    assert node.get_parameter('tick_hz').type_ is Parameter.Type.DOUBLE
+    assert node.get_parameter('tick_hz').value == 20.0
+    assert node.get_parameter('cabins.planner.drop').type_ is Parameter.Type.STRING_ARRAY
+    probe.wait_frame()
+
+
+@pytest.mark.parametrize('override, value, suggestion', [
+    ('capacty', 5, 'capacity'),
+    ('cabins.planner.default_wieght', 0.3, 'cabins.planner.default_weight'),
+    ('cabins.plannr.drop', ['pose'], 'cabins.planner.drop'),
+])
+def test_an_unknown_override_fails_configure_naming_it_and_the_closest(start_memory, capfd,
+                                                                       override, value,
+                                                                       suggestion):
+    node, _ = start_memory({override: value}, configure=False)
+    assert node.trigger_configure() == FAILURE
+    assert f'{override}: unknown parameter (did you mean {suggestion}?)' in configure_error(capfd)
+
+
+def test_an_unknown_field_in_manifests_file_fails_configure_naming_the_closest(start_memory,
+                                                                              capfd, tmp_path):
+    path = tmp_path / 'cabins.yaml'
+    path.write_text('cabins:\n  monitor:\n    default_wieght: 0.3\n')
+    node, _ = start_memory({'manifests_file': str(path)}, configure=False)
+    assert node.trigger_configure() == FAILURE
+    assert 'monitor.default_wieght: unknown field (did you mean default_weight?)' in \
+        configure_error(capfd)
+
+
+def test_a_drop_override_of_a_manifests_file_cabin_is_known(start_memory, tmp_path):
+    path = tmp_path / 'cabins.yaml'
+    path.write_text('cabins:\n  monitor:\n    board_keys: ["threshold:*"]\n')
+    node, _ = start_memory({'manifests_file': str(path), 'cabins.monitor.drop': ['map']},
+                           configure=False)
+    assert not node.has_parameter('cabins.monitor.drop')   # the file is read at configure
+    assert node.trigger_configure() == SUCCESS
+    assert node.get_parameter('cabins.monitor.drop').value == ['map']
+
+
+def test_a_refused_override_keeps_the_node_up_and_fails_configure_until_set_right(
+        start_memory, capfd):
+    node, _ = start_memory({'capacity': 'many'}, configure=False)
+    assert node.get_parameter('capacity').value == 256
+    assert node.trigger_configure() == FAILURE
+    assert "capacity: must be an integer, got 'many'" in configure_error(capfd)
+    [result] = node.set_parameters([Parameter('capacity', value=12)])
+    assert result.successful
+    assert node.trigger_configure() == SUCCESS
+    assert node._memory.config.capacity == 12
+
+
+def test_an_integer_override_of_a_double_is_taken_as_a_double(start_memory):
+    # A params file's `tick_hz: 20` reaches the node as an integer.
+    node, _ = start_memory({'tick_hz': 20}, configure=False)
+    assert node.get_parameter('tick_hz').type_ is Parameter.Type.DOUBLE
+    assert node.trigger_configure() == SUCCESS
+    assert node._memory.config.tick_hz == 20.0
