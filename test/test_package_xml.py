@@ -43,6 +43,8 @@ PYTEST_PLUGIN_OPTIONS = {'timeout': 'python3-pytest-timeout'}
 # Calls whose first argument names a ROS package (launch files, ament_index lookups).
 PACKAGE_LOOKUPS = {'FindPackageShare', 'get_package_share_directory', 'get_package_prefix'}
 ROS2_COMMAND = re.compile(r'^ros2 ([a-z_]+)\b')
+# `ros2 <verb>` comes from the package ros2<verb>, except the verbs ros2cli itself provides.
+ROS2CLI_VERBS = {'daemon', 'extension_points', 'extensions'}
 
 # Which package.xml tags make a dependency available where it is needed.
 SATISFIED_BY = {
@@ -70,6 +72,11 @@ class Declared:
 
     tags: dict
     comments: str
+
+
+
+def _ros2_package(verb: str) -> str:
+    return 'ros2cli' if verb in ROS2CLI_VERBS else f'ros2{verb}'
 
 
 def parse_package_xml(text):
@@ -109,9 +116,10 @@ def uses_in_source(source, origin, scope):
                      if k.arg == 'package' and _string(k.value)]
         elif isinstance(node, (ast.List, ast.Tuple)) and len(node.elts) > 1:
             if _string(node.elts[0]) == 'ros2' and _string(node.elts[1]):
-                uses.append(Use(f'ros2{_string(node.elts[1])}', 'ros', scope, where))
+                uses.append(Use(_ros2_package(_string(node.elts[1])), 'ros', scope, where))
         elif _string(node) and ROS2_COMMAND.match(_string(node)):
-            uses.append(Use(f'ros2{ROS2_COMMAND.match(_string(node))[1]}', 'ros', scope, where))
+            uses.append(Use(_ros2_package(ROS2_COMMAND.match(_string(node))[1]), 'ros', scope,
+                            where))
     return uses
 
 

@@ -38,7 +38,8 @@ EXPECTED = {
     'ros2 service call /working_memory/explain': ["reason='NEVER_SEEN'"],
     'ros2 param set /working_memory cabins.planner.drop': ['Set parameter successful'],
     'ros2 param set /working_memory capacity': ['Set parameter successful'],
-    'ros2 topic echo /working_memory/evictions --once': ['key: pose'],
+    'ros2 service call /working_memory/explain working_memory/srv/Explain \\\n'
+    '  "{cabin: executor, key: pose': ["reason='EVICTED'"],
     'ros2 topic echo /diagnostics --once': [f"name: '{NODE}: lifecycle'",
                                             f"name: '{NODE}: capacity'"],
 }

@@ -10,7 +10,7 @@ from working_memory.tools.watch import WatchState, render, watch_model
 
 
 def capacity_status(items, capacity, overflow=False):
-    return DiagnosticRecord(0.0, 0.0, 'working_memory: capacity', 'OK', '',
+    return DiagnosticRecord(0.0, 0.0, '/working_memory: capacity', 'OK', '',
                             {'items': str(items), 'capacity': str(capacity),
                              'exempt_overflow': str(overflow)})
 
@@ -67,7 +67,7 @@ def test_state_keeps_new_frames_latest_evictions_and_measures_the_tick_rate(synt
     assert not state.add_frame(recording.frames[4])  # the same latched frame again
     state.add_evictions(recording.evictions)
     state.add_diagnostics([capacity_status(3, 4), DiagnosticRecord(
-        0.0, 0.0, 'other_node: capacity', 'OK', '', {'items': '1', 'capacity': '1'})])
+        0.0, 0.0, '/other_node: capacity', 'OK', '', {'items': '1', 'capacity': '1'})])
     model = state.model()
     assert model.tick == 5
     assert state.tick_rate_hz() == pytest.approx(2.0)  # one tick every 0.5 s

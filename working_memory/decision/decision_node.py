@@ -87,4 +87,10 @@ class DecisionNode(Node):
         return board_update_msg([BoardEntry(key, value, now, importance, 0.0, tags)], now)
 
     def _on_pack(self, view: PackView) -> None:
-        self.decide(view, self.now())
+        now = self.now()
+        # On sim time the clock reads 0 until the first /clock: a latched frame can arrive
+        # before it, and a decision stamped at 0 would lie about when it was made. The next
+        # tick's frame comes with the clock.
+        if now == 0.0:
+            return
+        self.decide(view, now)

@@ -99,8 +99,8 @@ class WatchModel:
 class WatchState:
     """The latest frame, recent evictions and the node's capacity status, as they arrive."""
 
-    def __init__(self, node_name: str = 'working_memory', evictions_kept: int = EVICTIONS_KEPT):
-        """Watch the node named `node_name` (its /diagnostics statuses are '<name>: ...')."""
+    def __init__(self, node_name: str = '/working_memory', evictions_kept: int = EVICTIONS_KEPT):
+        """Watch the node `node_name`, fully qualified (its statuses are '<name>: ...')."""
         self.node_name = node_name
         self.frame: FrameRecord | None = None
         self.evictions: collections.deque[EvictionRecord] = collections.deque(

@@ -86,7 +86,7 @@ class WatchNode(Node):
         super().__init__('wm_watch', **kwargs)
         namespace = '/' + namespace.strip('/')
         self.frame_topic = f'{namespace}/frame'
-        self.state = WatchState(node_name=namespace.rsplit('/', 1)[-1])
+        self.state = WatchState(node_name=namespace)
         self.changed = threading.Event()
         self._names = MessageConstants()
         self.create_subscription(ContextFrame, self.frame_topic, self._on_frame, frame_qos())
