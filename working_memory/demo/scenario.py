@@ -43,6 +43,16 @@ DROP_CATEGORIES: dict[str, tuple[str, ...]] = {
 }
 
 
+# What the demo records: the inputs (board, log, map, odom, clock) and the node's configuration,
+# its outputs (frame, evictions, diagnostics), and what the cabins decided (statuses; alarms
+# are ALARM events on the log): enough to replay the run offline and ask what was missing.
+RECORDED_TOPICS = ('/board', '/log', '/map', '/odom', '/clock', '/parameter_events',
+                   '/working_memory/frame', '/working_memory/evictions', '/diagnostics',
+                   '/planner/status', '/executor/status', '/monitor/status')
+# [s] wall time the recorder may take to find the node's outputs before ticking starts.
+RECORDER_DISCOVERY_S = 10.0
+
+
 def parse_drops(specs: list[str]) -> dict[str, tuple[str, ...]]:
     """Turn ["planner:constraints", ...] into {cabin: manifest drop entries}.
 
@@ -166,11 +176,12 @@ class Scenario:
                                    for cabin, entries in options.drops.items()]
         wm_overrides += [Parameter(name, value=value)
                          for name, value in options.extra_params.items()]
+        recording = options.bag_path is not None
         self.sim = SimWorldNode(context=context, parameter_overrides=[
             Parameter('seed', value=options.seed),
             Parameter('real_time_factor', value=options.real_time_factor),
-            # The observer and the working-memory node listen to the log.
-            Parameter('log_listeners', value=2)])
+            # The observer and the working-memory node listen to the log, and the recorder.
+            Parameter('log_listeners', value=3 if recording else 2)])
         self.memory = WorkingMemoryNode(
             context=context, parameter_overrides=wm_overrides,
             cli_args=['--ros-args', '--params-file', str(params_file)])
@@ -179,9 +190,10 @@ class Scenario:
                          for cls in (PlannerNode, ExecutorNode, MonitorNode)]
         self.observer = Observer(self.outcome, context=context)
         self.recorder = None
-        if options.bag_path is not None:
+        if recording:
             self.recorder = RecorderNode(context=context, parameter_overrides=sim_time + [
-                Parameter('bag_path', value=str(options.bag_path))])
+                Parameter('bag_path', value=str(options.bag_path)),
+                Parameter('topics', value=list(RECORDED_TOPICS))])
         self.nodes = [self.sim, self.memory, *self.deciders, self.observer]
         if self.recorder is not None:
             self.nodes.append(self.recorder)
@@ -197,9 +209,15 @@ class Scenario:
         executor = executor or SingleThreadedExecutor(context=self.sim.context)
         for node in self.nodes:
             executor.add_node(node)
-        if (self.memory.trigger_configure() != TransitionCallbackReturn.SUCCESS
-                or self.memory.trigger_activate() != TransitionCallbackReturn.SUCCESS):
-            raise RuntimeError('working_memory node did not configure and activate; see its log')
+        if self.memory.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+            raise RuntimeError('working_memory node did not configure; see its log')
+        if self.recorder is not None:
+            # The node's outputs exist from configure on: record them from the first tick.
+            deadline = time.monotonic() + RECORDER_DISCOVERY_S
+            while self.recorder.waiting_for and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+        if self.memory.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+            raise RuntimeError('working_memory node did not activate; see its log')
         options, outcome = self.options, self.outcome
         started = time.monotonic()
         next_progress = started
