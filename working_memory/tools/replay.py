@@ -42,7 +42,7 @@ from working_memory.ros import inputs
 from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, cabin_param_specs,
                                        config_from_values, default_values, drop_param_spec)
 from working_memory.tools.bag import share_dir
-from working_memory.tools.recording import FrameRecord, PackRecord, Run
+from working_memory.tools.recording import FrameRecord, PackRecord, Run, describe_ticks
 
 FRAME_SUFFIX = '/frame'
 DEFAULT_PARAMS = 'config/working_memory.yaml'
@@ -309,10 +309,14 @@ def replay(run: Run, settings: Settings) -> Iterator[Step]:
 
 
 def recorded_keys(pack: PackRecord) -> set[str]:
-    """Return the item keys of a recorded pack, events as `event:<KIND>:<key>@<stamp>`."""
+    """Return the item keys of a recorded pack, events as `event:<KIND>:<key>@<stamp>`.
+
+    The map window counts as one key naming its size, `map <width>x<height> cells`.
+    """
+    height, width = pack.map_window.cells.shape
     return ({item.key for item in pack.items}
             | {f'event:{e.kind}:{e.key}@{e.stamp:.3f}' for e in pack.events}
-            | ({'map'} if pack.map_window.cells.size else set()))
+            | ({_map_key(width, height)} if pack.map_window.cells.size else set()))
 
 
 def replayed_keys(frame: Frame, cabin: str) -> set[str]:
@@ -320,9 +324,16 @@ def replayed_keys(frame: Frame, cabin: str) -> set[str]:
     pack = frame.packs.get(cabin)
     if pack is None:
         return set()
+    window = pack.map_window
     return ({item.key for item in pack.items}
             | {f'event:{e.kind.value}:{e.key}@{e.stamp:.3f}' for e in pack.events}
-            | ({'map'} if pack.map_window is not None else set()))
+            | ({_map_key(window.data.shape[1], window.data.shape[0])} if window is not None
+               else set()))
+
+
+def _map_key(width: int, height: int) -> str:
+    return f'map {width}x{height} cells'
+
 
 
 def pack_differences(step: Step) -> list[str]:
@@ -354,3 +365,174 @@ def pack_differences(step: Step) -> list[str]:
 def _json(value: Any) -> str:
     """Return the compact JSON text the node publishes for an item value."""
     return json.dumps(value, sort_keys=True, separators=(',', ':'))
+
+
+# -- agreement and what-if -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """A tick whose replayed frame differs from the recorded one, and what may explain it."""
+
+    tick: int
+    notes: tuple[str, ...]
+    differences: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How many recorded ticks the replay reproduced, and every tick it did not."""
+
+    ticks: int
+    agreeing: int
+    mismatches: tuple[Mismatch, ...]
+
+    @property
+    def share(self) -> float:
+        """Return the share of agreeing ticks (1.0 for a run without frames)."""
+        return self.agreeing / self.ticks if self.ticks else 1.0
+
+
+def agreement(steps: Iterator[Step]) -> Agreement:
+    """Compare every replayed frame's digest with the recorded one."""
+    ticks = agreeing = 0
+    mismatches = []
+    for step in steps:
+        ticks += 1
+        if step.agrees:
+            agreeing += 1
+        else:
+            mismatches.append(Mismatch(step.recorded.tick, step.notes,
+                                       tuple(pack_differences(step))))
+    return Agreement(ticks, agreeing, tuple(mismatches))
+
+
+@dataclass(frozen=True)
+class PackChange:
+    """A key present (`sign` '+') or absent ('-') in a cabin's what-if packs, unlike the recording.
+
+    `why` is the what-if pack's reason for an absent key at its first tick ('' if none).
+    """
+
+    cabin: str
+    key: str
+    sign: str
+    ticks: tuple[int, ...]
+    why: str = ''
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """What the changed core would have served, tick by tick, against the recording."""
+
+    ticks: int
+    changes: tuple[PackChange, ...]
+    alarm_ticks: tuple[int, ...]            # capacity alarm in the what-if
+    recorded_alarm_ticks: tuple[int, ...]   # capacity alarm in the exact replay
+    evictions: int
+    recorded_evictions: int
+
+
+def what_if(run: Run, recorded: Settings, changed: Settings,
+            cabin: str | None = None) -> WhatIf:
+    """Replay `run` with `changed` and exactly, side by side; compare packs with the recording."""
+    found: dict[tuple[str, str, str], list[int]] = {}
+    why: dict[tuple[str, str, str], str] = {}
+    alarms, recorded_alarms = [], []
+    evictions = recorded_evictions = ticks = 0
+    for exact, step in zip(replay(run, recorded), replay(run, changed)):
+        ticks += 1
+        tick = step.recorded.tick
+        evictions += len(step.frame.evictions)
+        recorded_evictions += len(exact.frame.evictions)
+        if step.frame.capacity_alarm:
+            alarms.append(tick)
+        if exact.frame.capacity_alarm:
+            recorded_alarms.append(tick)
+        for name, pack in step.recorded.packs.items():
+            if cabin is not None and name != cabin:
+                continue
+            then, now = recorded_keys(pack), replayed_keys(step.frame, name)
+            for sign, keys in (('+', now - then), ('-', then - now)):
+                for key in keys:
+                    found.setdefault((name, key, sign), []).append(tick)
+                    if sign == '-' and (name, key, sign) not in why:
+                        why[(name, key, sign)] = _absent_reason(step.frame, name, key)
+    changes = tuple(PackChange(name, key, sign, tuple(ticks_of), why.get((name, key, sign), ''))
+                    for (name, key, sign), ticks_of in sorted(found.items()))
+    return WhatIf(ticks, changes, tuple(alarms), tuple(recorded_alarms), evictions,
+                  recorded_evictions)
+
+
+def _absent_reason(frame: Frame, cabin: str, key: str) -> str:
+    """Return 'REASON: detail' for a key absent from a replayed pack ('' when not recorded)."""
+    pack = frame.packs.get(cabin)
+    if pack is None:
+        return 'cabin not configured'
+    for missing in pack.absent + pack.missing:
+        if missing.key == key:
+            return f'{missing.reason.value}: {missing.detail}'
+    return ''
+
+
+# -- text ---------------------------------------------------------------------------
+
+MISMATCHES_SHOWN = 10
+CHANGES_SHOWN = 12
+
+
+def tick_text(ticks) -> str:
+    """Return 'tick 4', 'ticks 4-9' or '5 ticks (1-3, 7, 9)' for ascending ticks."""
+    ticks = list(ticks)
+    text = describe_ticks(ticks)
+    if len(ticks) == 1:
+        return f'tick {text}'
+    if ',' in text:
+        head = ', '.join(text.split(', ')[:3])
+        more = ', ...' if text.count(',') > 2 else ''
+        return f'{len(ticks)} ticks ({head}{more})'
+    return f'ticks {text}'
+
+
+def format_agreement(result: Agreement, path: str | Path, settings: Settings) -> str:
+    """Return the share of agreeing digests and an explanation of every disagreement."""
+    lines = [f'replay of {path}: {result.ticks} ticks through the core; configuration from '
+             f'{settings.source}',
+             f'digests agree: {result.agreeing}/{result.ticks} ticks ({100 * result.share:.1f} %)']
+    for mismatch in result.mismatches[:MISMATCHES_SHOWN]:
+        lines.append(f'  tick {mismatch.tick}: digest differs')
+        lines += [f'    input: {note}' for note in mismatch.notes]
+        lines += [f'    {difference}' for difference in mismatch.differences]
+        if not mismatch.notes:
+            lines.append('    no input gap or configuration change explains it: the replay '
+                         'and the node disagree (report it)')
+    if len(result.mismatches) > MISMATCHES_SHOWN:
+        lines.append(f'  ... and {len(result.mismatches) - MISMATCHES_SHOWN} more ticks')
+    return '\n'.join(lines)
+
+
+def format_what_if(result: WhatIf, path: str | Path, changed: Settings) -> str:
+    """Return per cabin which items the changed core would have served or not, by ticks."""
+    lines = [f'what-if replay of {path}: {changed.source}',
+             '(the recorded inputs through the changed core; the decisions are not re-run)']
+    by_cabin: dict[str, list[PackChange]] = {}
+    for change in result.changes:
+        by_cabin.setdefault(change.cabin, []).append(change)
+    if not by_cabin:
+        lines.append('every pack holds the same items as recorded')
+    for cabin, changes in by_cabin.items():
+        changes.sort(key=lambda c: (-len(c.ticks), c.key))
+        lines.append(f'{cabin}: {len(changes)} item(s) change')
+        for change in changes[:CHANGES_SHOWN]:
+            state = 'present' if change.sign == '+' else 'absent'
+            why = f' ({change.why})' if change.why else ''
+            lines.append(f'  {change.sign} {change.key}: {state} at {tick_text(change.ticks)}'
+                         f'{why}')
+        if len(changes) > CHANGES_SHOWN:
+            lines.append(f'  ... and {len(changes) - CHANGES_SHOWN} more')
+    lines.append(f'evictions: {result.evictions} (recorded {result.recorded_evictions})')
+    lines.append('capacity alarm: ' + (tick_text(result.alarm_ticks) if result.alarm_ticks
+                                       else 'never')
+                 + ' (recorded: ' + (tick_text(result.recorded_alarm_ticks)
+                                     if result.recorded_alarm_ticks else 'never') + ')')
+    return '\n'.join(lines)
