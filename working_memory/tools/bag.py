@@ -18,6 +18,7 @@ from typing import Iterable, Iterator, Sequence
 from rosbags.interfaces import (MessageDefinitionFormat, Nodetype, Qos, QosDurability,
                                 QosHistory, QosLiveliness, QosReliability, QosTime)
 from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer, WriterError
+from rosbags.serde import SerdeError
 from rosbags.typesys import (Stores, TypesysError, get_types_from_idl, get_types_from_msg,
                              get_typestore)
 from rosbags.typesys.store import Typestore
@@ -270,18 +271,32 @@ class BagReader:
             raise BagError(f'cannot read bag {path}: {err}') from None
         self._typestore = get_typestore(Stores.EMPTY)
         self._registered: set[str] = set()
+        self.undecodable: dict[str, int] = {}
 
     @property
     def topics(self) -> dict[str, str]:
         """Return {topic: message type} of every topic in the bag."""
         return {c.topic: c.msgtype for c in self._reader.connections}
 
-    def messages(self, topics: Iterable[str]) -> Iterator[BagMessage]:
-        """Yield the messages of `topics` in receive-time order, deserialized."""
+    def messages(self, topics: Iterable[str], skip_undecodable: bool = False
+                 ) -> Iterator[BagMessage]:
+        """Yield the messages of `topics` in receive-time order, deserialized.
+
+        A message rosbags cannot decode raises BagError, or with `skip_undecodable` is
+        counted in `undecodable` ({topic: count}) and skipped.
+        """
         connections = self.register(topics)
         for connection, stamp_ns, data in self._reader.messages(connections=connections):
-            yield BagMessage(connection.topic, connection.msgtype, stamp_ns,
-                             self._typestore.deserialize_cdr(data, connection.msgtype))
+            try:
+                msg = self._typestore.deserialize_cdr(data, connection.msgtype)
+            except SerdeError as err:
+                if not skip_undecodable:
+                    raise BagError(f'{self.path}: {connection.topic}: message at '
+                                   f'{stamp_ns} ns: {err}') from None
+                self.undecodable[connection.topic] = self.undecodable.get(
+                    connection.topic, 0) + 1
+                continue
+            yield BagMessage(connection.topic, connection.msgtype, stamp_ns, msg)
 
     def register(self, topics: Iterable[str]) -> list:
         """Register the message types of `topics` for decoding; return their connections."""

@@ -281,7 +281,7 @@ def _replayed_shrink(run: Run, settings: Settings, scope: Scope, what: str,
 def doctor(run: Run, settings: Settings, cabin: str | None = None) -> Diagnosis:
     """Examine the run for the three symptoms."""
     return Diagnosis(suggest(run, settings, cabin),
-                     drift(run, agreement(replay(run, settings)), cabin),
+                     drift(run, agreement(run, settings), cabin),
                      pressure(run, settings, cabin))
 
 

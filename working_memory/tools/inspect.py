@@ -252,7 +252,7 @@ def run_command(args: argparse.Namespace) -> tuple[str, int]:
     if args.command == 'replay':
         changes = what_if_changes(args, settings.node)
         if not changes:
-            result = agreement(replay(run, settings))
+            result = agreement(run, settings)
             return format_agreement(result, args.bag, settings), (
                 0 if not result.mismatches else DISAGREES)
         why = ', '.join(f'{name}={value!r}' for name, value in changes.items())

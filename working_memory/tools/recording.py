@@ -372,7 +372,8 @@ class Run:
     """A bag of the whole loop: the recording, the input messages, configuration, decisions.
 
     `inputs` holds each input topic's messages (rosbags objects, bag order) with their
-    bag time [ns]; `event_kinds` the LogEvent kind constants as the bag defines them.
+    bag time [ns]; `event_kinds` the LogEvent kind constants as the bag defines them;
+    `undecodable` counts, per topic, messages rosbags could not decode (left out).
     """
 
     recording: Recording
@@ -381,6 +382,8 @@ class Run:
     parameters: tuple[ParameterChange, ...]
     decisions: tuple[DecisionRecord, ...]
     event_kinds: Mapping[int, str]
+    undecodable: Mapping[str, int] = field(default_factory=dict)
+    parameter_topics: tuple[str, ...] = ()
 
 
 def load_run(path: str | Path, recording: Recording | None = None) -> Run:
@@ -399,16 +402,18 @@ def load_run(path: str | Path, recording: Recording | None = None) -> Run:
         value_fields = _parameter_value_fields()
         inputs: dict[str, list] = {topic: [] for topic in input_topics}
         decisions, parameters = [], []
-        for message in reader.messages(input_topics + decision_topics + parameter_topics):
+        for message in reader.messages(input_topics + decision_topics + parameter_topics,
+                                       skip_undecodable=True):
             if message.topic in inputs:
                 inputs[message.topic].append((message.stamp_ns, message.msg))
             elif message.msgtype == DECISION_TYPE:
                 decisions.append(decision_record(message.msg, message.stamp_ns * 1e-9))
             else:
                 parameters.append(parameter_change(message.msg, value_fields))
+        undecodable = dict(reader.undecodable)
     return Run(recording, {topic: tuple(messages) for topic, messages in inputs.items()},
                {topic: topics[topic] for topic in input_topics}, tuple(parameters),
-               tuple(decisions), kinds)
+               tuple(decisions), kinds, undecodable, tuple(parameter_topics))
 
 
 def decision_record(msg, received: float) -> DecisionRecord:

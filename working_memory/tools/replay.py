@@ -22,6 +22,7 @@ Needs only numpy, PyYAML and rosbags (no ROS): the core is used directly.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -157,7 +158,9 @@ def recorded_settings(run: Run, node: str | None = None,
                 break  # later changes are applied by the replay at their tick
             values.update(change.values)
         values = {name: value for name, value in values.items() if value is not None}
-        return Settings(values, f'parameter events of {node} in the bag', node)
+        lost = sum(run.undecodable.get(topic, 0) for topic in run.parameter_topics)
+        return Settings(values, f'parameter events of {node} in the bag' + (
+            f' ({lost} undecodable, left out)' if lost else ''), node)
     path = Path(params_file) if params_file is not None else share_dir() / DEFAULT_PARAMS
     why = (f'{path}' if params_file is not None else
            f'{path} (no parameter events of {node} in the bag)')
@@ -225,6 +228,9 @@ class Replay:
         pose_topic, self._pose_convert = inputs.POSE_TOPICS.get(self.config.pose_source,
                                                                 (None, None))
         self._pose_topic = None if pose_topic is None else '/' + pose_topic.lstrip('/')
+        self._stamps: dict[str, list[int]] = {}
+        # Per topic, ticks before whose frame the bag held a message the node took later.
+        self.late: dict[str, int] = {}
 
     def steps(self) -> Iterator[Step]:
         """Yield one Step per recorded frame, in tick order."""
@@ -248,16 +254,30 @@ class Replay:
 
     def _apply_inputs(self, truth: Truth, recorded: FrameRecord,
                       applied: dict[str, int]) -> Iterator[str]:
-        """Apply what the tick's receipt says the node had received; yield notes on gaps."""
+        """Apply what the tick's receipt says the node had received; yield notes on gaps.
+
+        The bag's own order tells when the recorder got a message; the receipt tells
+        whether the node had it at the tick. More recorded before the frame than the
+        node had is an input that arrived between the two (the receipt places it
+        exactly); fewer means the bag lacks messages the node had.
+        """
+        frame_ns = recorded.received * 1e9
         for topic, messages in self.run.inputs.items():
-            if recorded.inputs:
-                wanted = recorded.inputs.get(topic, applied[topic])
-            else:  # a bag without receipts: everything the recorder had before the frame
-                wanted = sum(stamp <= recorded.received * 1e9 for stamp, _ in messages)
+            stamps = self._stamps.setdefault(topic, [stamp for stamp, _ in messages])
+            by_time = bisect.bisect_right(stamps, frame_ns)
+            wanted = recorded.inputs.get(topic, applied[topic]) if recorded.inputs else by_time
             if wanted > len(messages):
+                undecodable = self.run.undecodable.get(topic, 0)
+                cause = (f'{undecodable} in the bag rosbags cannot decode' if undecodable
+                         else f'the recorder missed {wanted - len(messages)}')
                 yield (f'{topic}: the node had received {wanted} messages, the bag holds '
-                       f'{len(messages)} (the recorder missed {wanted - len(messages)})')
+                       f'{len(messages)} ({cause})')
                 wanted = len(messages)
+            elif wanted > by_time:
+                yield (f'{topic}: the node had received {wanted} messages, the bag only '
+                       f'{by_time} before this frame (missed by the recorder, or late to it)')
+            elif wanted < by_time:
+                self.late[topic] = self.late.get(topic, 0) + 1
             for stamp_ns, msg in messages[applied[topic]:wanted]:
                 self._apply(truth, topic, msg, stamp_ns * 1e-9)
             applied[topic] = max(applied[topic], wanted)
@@ -386,6 +406,7 @@ class Agreement:
     ticks: int
     agreeing: int
     mismatches: tuple[Mismatch, ...]
+    late: Mapping[str, int] = field(default_factory=dict)   # see Replay.late
 
     @property
     def share(self) -> float:
@@ -393,18 +414,19 @@ class Agreement:
         return self.agreeing / self.ticks if self.ticks else 1.0
 
 
-def agreement(steps: Iterator[Step]) -> Agreement:
-    """Compare every replayed frame's digest with the recorded one."""
+def agreement(run: Run, settings: Settings) -> Agreement:
+    """Replay `run` and compare every replayed frame's digest with the recorded one."""
+    replayer = Replay(run, settings)
     ticks = agreeing = 0
     mismatches = []
-    for step in steps:
+    for step in replayer.steps():
         ticks += 1
         if step.agrees:
             agreeing += 1
         else:
             mismatches.append(Mismatch(step.recorded.tick, step.notes,
                                        tuple(pack_differences(step))))
-    return Agreement(ticks, agreeing, tuple(mismatches))
+    return Agreement(ticks, agreeing, tuple(mismatches), dict(replayer.late))
 
 
 @dataclass(frozen=True)
@@ -499,6 +521,9 @@ def format_agreement(result: Agreement, path: str | Path, settings: Settings) ->
     lines = [f'replay of {path}: {result.ticks} ticks through the core; configuration from '
              f'{settings.source}',
              f'digests agree: {result.agreeing}/{result.ticks} ticks ({100 * result.share:.1f} %)']
+    for topic, ticks in result.late.items():
+        lines.append(f'  {topic}: at {ticks} tick(s) the bag held a message from before the '
+                     'frame that the node took only after the tick; the receipts placed it')
     for mismatch in result.mismatches[:MISMATCHES_SHOWN]:
         lines.append(f'  tick {mismatch.tick}: digest differs')
         lines += [f'    input: {note}' for note in mismatch.notes]
