@@ -4,6 +4,11 @@ The runs (`recorded_run`, once per session) record the whole loop; everything af
 the recording is offline: replay through the core, suggest, doctor.
 """
 
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -130,3 +135,74 @@ def test_doctor_finds_nothing_on_the_baseline_and_shows_how_far_scopes_would_shr
     assert cheapest.evictions < result.pressure.evictions and not cheapest.alarm_ticks
     assert inspect.main(['doctor', str(bag)]) == 0
     assert 'found: nothing' in capsys.readouterr().out
+
+
+SOURCE = Path(__file__).resolve().parents[2]
+# A clean interpreter: the pip-installed copy first; ROS and the source tree unreachable.
+WITHOUT_ROS = """
+import importlib.abc, sys
+BLOCKED = ('rclpy', 'ament_index_python', 'working_memory.msg', 'rosidl_runtime_py')
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.startswith(BLOCKED):
+            raise ModuleNotFoundError(name + ' is blocked: no ROS here')
+sys.meta_path.insert(0, Block())
+sys.path = [{target!r}] + [p for p in sys.path if not p.startswith({source!r})]
+from working_memory.tools import bag, inspect
+assert bag.msg_dir().is_relative_to({target!r}), bag.msg_dir()
+sys.exit(inspect.main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture(scope='module')
+def pip_installed(tmp_path_factory):
+    """Return the folder a non-editable `pip install --target .` put the package in.
+
+    The dependencies (numpy, PyYAML, rosbags) are this venv's; pip builds the wheel in
+    an isolated environment, fetching setuptools and wheel from the package index.
+    """
+    if importlib.util.find_spec('pip') is None:
+        pytest.skip('pip is not installed')
+    target = tmp_path_factory.mktemp('site')
+    result = subprocess.run(
+        [sys.executable, '-m', 'pip', 'install', '--quiet', '--no-deps', '--target',
+         str(target), str(SOURCE)], capture_output=True, text=True)
+    if result.returncode and 'setuptools' in result.stderr and 'satisf' in result.stderr:
+        pytest.skip('no package index to build the wheel with: ' + result.stderr[-200:])
+    assert result.returncode == 0, result.stderr
+    return target
+
+
+@pytest.mark.parametrize('command, name, expected', [
+    (['replay'], 'baseline', '(100.0 %)'),
+    (['suggest', '--cabin', 'planner'], 'no_constraints', 'safety:zone/high_voltage'),
+    (['doctor'], 'no_doors', 'lacked door:main: NOT_IN_MANIFEST')])
+def test_a_plain_pip_install_works_on_the_bag_without_ros(pip_installed, recorded_run, command,
+                                                          name, expected, tmp_path):
+    _, bag = recorded_run(name)
+    script = WITHOUT_ROS.format(source=str(SOURCE), target=str(pip_installed))
+    result = subprocess.run([sys.executable, '-I', '-c', script, command[0], str(bag),
+                             *command[1:]], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode in (0, inspect.FINDS), result.stderr
+    assert expected in result.stdout, result.stdout
+    assert (pip_installed / 'share' / 'working_memory' / 'config' / 'working_memory.yaml').is_file()
+
+
+def test_the_node_accepts_the_suggested_patch_after_its_own_params_file(recorded_run, context,
+                                                                        tmp_path):
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from working_memory.demo.scenario import default_params_file
+    from working_memory.ros.node import WorkingMemoryNode
+    from working_memory.tools.suggest import patch_yaml
+
+    _, bag = recorded_run('no_doors')
+    result = suggestions(bag)
+    patch = tmp_path / 'patch.yaml'
+    patch.write_text(patch_yaml(result, result.settings.node))
+    node = WorkingMemoryNode(context=context, cli_args=[
+        '--ros-args', '--params-file', str(default_params_file()), '--params-file', str(patch)])
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert 'door:*' in node.get_parameter('cabins.executor.board_keys').value
+    finally:
+        node.destroy_node()

@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f'   tools/rosenv wm-inspect {bag}                         # every tick')
     print(f'   tools/rosenv wm-inspect {bag} --tick 20 --cabin planner')
     print(f'   tools/rosenv wm-inspect {bag} --why safety:zone/high_voltage --cabin planner')
+    print(f'   tools/rosenv wm-inspect doctor {bag}                  # the three symptoms')
+    print(f'   tools/rosenv wm-inspect suggest {bag} --out {args.out / "patch.yaml"}'
+          '   # what wrong decisions lacked')
     return 0 if (outcome.delivered or drops) and code == 0 else 1
 
 

@@ -50,8 +50,10 @@ def msg_dir() -> Path:
             candidates.append(Path(get_package_share_directory(PACKAGE)) / 'msg')
         except PackageNotFoundError:
             pass
-    candidates.append(_pip_share() / 'msg')
-    source = Path(__file__).resolve().parents[2] / 'msg'
+    beside = Path(__file__).resolve().parents[2]
+    # pip's file list (a venv or --user install), `pip install --target` (beside the package).
+    candidates += [_pip_share() / 'msg', beside / 'share' / PACKAGE / 'msg']
+    source = beside / 'msg'
     candidates.append(source)
     for candidate in candidates:
         if candidate.is_dir() and any(candidate.glob('*.msg')):

@@ -222,16 +222,19 @@ def command_parser() -> argparse.ArgumentParser:
     return cli
 
 
-def what_if_changes(args: argparse.Namespace, node: str) -> dict[str, object]:
-    """Return the parameter changes the what-if options ask for (empty: exact replay)."""
+def what_if_changes(args: argparse.Namespace, node: str) -> tuple[dict[str, object], str]:
+    """Return the parameter changes the what-if options ask for (none: exact) and their words."""
     changes: dict[str, object] = {}
+    words = []
     if args.manifests:
         changes.update(parameters_in_file(args.manifests, node))
+        words.append(f'--manifests {args.manifests}')
     for name, value in (('capacity', args.capacity), ('size_budget_bytes', args.size_budget),
                         ('eviction_policy', args.eviction_policy),
                         ('half_life_s', args.half_life)):
         if value is not None:
             changes[name] = value
+            words.append(f'{name}={value!r}')
     for assignment in args.set:
         name, sep, text = assignment.partition('=')
         if not sep or not name:
@@ -240,7 +243,8 @@ def what_if_changes(args: argparse.Namespace, node: str) -> dict[str, object]:
             changes[name] = yaml.safe_load(text)
         except yaml.YAMLError as error:
             raise ReplayError(f'--set {name}: VALUE is not YAML: {error}') from None
-    return changes
+        words.append(f'{name}={changes[name]!r}')
+    return changes, ', '.join(words)
 
 
 def run_command(args: argparse.Namespace) -> tuple[str, int]:
@@ -250,12 +254,11 @@ def run_command(args: argparse.Namespace) -> tuple[str, int]:
         run.recording.check_cabin(args.cabin)
     settings = recorded_settings(run, params_file=args.params)
     if args.command == 'replay':
-        changes = what_if_changes(args, settings.node)
+        changes, why = what_if_changes(args, settings.node)
         if not changes:
             result = agreement(run, settings)
             return format_agreement(result, args.bag, settings), (
                 0 if not result.mismatches else DISAGREES)
-        why = ', '.join(f'{name}={value!r}' for name, value in changes.items())
         changed = settings.with_values(changes, why)
         return format_what_if(what_if(run, settings, changed, args.cabin), args.bag, changed), 0
     if args.command == 'suggest':
