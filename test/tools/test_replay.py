@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 import yaml
 from rclpy.serialization import deserialize_message, serialize_message
 
@@ -233,3 +232,17 @@ def test_the_frame_time_is_the_nodes_to_the_nanosecond(tmp_path):
     frame = run.recording.frames[2]
     assert frame.stamp_ns == 3 * PERIOD_NS and math.isclose(frame.stamp, 0.3)
     assert frame.inputs == {'/board': 3, '/log': 1, '/map': 1}
+
+
+def test_doctor_finds_capacity_alarms_and_the_event_window_that_ends_them(tmp_path, capsys):
+    from working_memory.tools.doctor import doctor
+    run = load_run(write_run(tmp_path / 'run', capacity=2))
+    result = doctor(run, recorded_settings(run))
+
+    assert result.pressure.alarm_ticks == tuple(range(3, TICKS + 1))
+    assert result.found and not result.dumb.findings and not result.drift.found
+    # Goal and safety stay (never offered for removal); the exempt CONSTRAINT event can go.
+    (shrink,) = result.pressure.shrinks
+    assert shrink.scope.name.startswith('events') and not shrink.alarm_ticks
+    assert inspect.main(['doctor', str(tmp_path / 'run')]) == inspect.FINDS
+    assert 'found: capacity alarms' in capsys.readouterr().out

@@ -56,7 +56,7 @@ class Scope:
     name: str           # 'board_keys sensor:*' or 'events'
     keys: tuple[str, ...]
     only_here: tuple[str, ...]
-    exempt: int
+    exempt: tuple[str, ...]   # those of `only_here` that are exempt (goal, safety, GOAL, ...)
     importance: float   # mean of its items': the cheapest scope to narrow has the lowest
 
 
@@ -176,9 +176,9 @@ def scopes_at(step: Step, cabin: str | None = None) -> list[Scope]:
         for key in sorted(keys):
             by_scope.setdefault(_scope_of(manifest, key), []).append(key)
         for scope, members in by_scope.items():
-            scopes.append(Scope(name, scope, tuple(members),
-                                tuple(k for k in members if k not in others),
-                                sum(k in exempt for k in members),
+            only_here = tuple(k for k in members if k not in others)
+            scopes.append(Scope(name, scope, tuple(members), only_here,
+                                tuple(k for k in only_here if k in exempt),
                                 sum(importance.get(k, 1.0) for k in members) / len(members)))
     return sorted(scopes, key=lambda s: (-len(s.only_here), -len(s.keys), s.cabin, s.name))
 
@@ -196,23 +196,23 @@ def _map_text(step: Step) -> list[str]:
     return texts
 
 
-def _shrink_values(scope: Scope, manifest: Manifest, excess: int,
-                   step: Step) -> tuple[str, dict[str, object]] | None:
-    """Return (description, parameter changes) narrowing `scope` by `excess` items, or None."""
-    keep = len(scope.only_here) - excess
-    if keep < 0:
-        return None
+def _shrink_values(scope: Scope, manifest: Manifest, members: tuple[str, ...], remove: int,
+                   step: Step) -> tuple[str, dict[str, object]]:
+    """Return (description, parameter changes) narrowing `scope` so `remove` of `members` go.
+
+    An event window is shortened past the oldest of them; a board glob becomes the exact
+    keys it keeps (the first in sorted order), or goes when it keeps none.
+    """
     prefix = f'cabins.{scope.cabin}.'
     if scope.name.startswith('events'):
-        ages = sorted(step.frame.stamp - stamp for stamp in _event_stamps(step, scope))
-        if len(ages) <= excess:
-            return None
-        window = math.floor(ages[len(ages) - excess - 1] * 10 + 1) / 10.0
-        return (f'events.window_s {manifest.events.window_s:g} -> {window:g} s',
-                {prefix + 'events.window_s': window})
+        ages = sorted(step.frame.stamp - stamp for stamp in _event_stamps(step, scope, members))
+        kept = len(ages) - remove
+        window = 0.0 if kept <= 0 else math.floor(ages[kept - 1] * 10 + 1) / 10.0
+        return (f'events.window_s {manifest.events.window_s:g} -> {window:g} s'
+                + (' (no events)' if not window else ''), {prefix + 'events.window_s': window})
     pattern = scope.name.removeprefix('board_keys ')
-    shared = [k for k in scope.keys if k not in scope.only_here]
-    kept = sorted(shared + list(scope.only_here[:keep]))
+    going = set(sorted(members, reverse=True)[:remove])
+    kept = sorted(k for k in scope.keys if k not in going)
     board_keys = [p for p in manifest.board_keys if p != pattern] + kept
     what = (f'board_keys without {pattern}' if not kept else
             f'board_keys {pattern} -> {len(kept)} exact keys ({", ".join(kept[:3])}'
@@ -220,11 +220,33 @@ def _shrink_values(scope: Scope, manifest: Manifest, excess: int,
     return what, {prefix + 'board_keys': board_keys}
 
 
-def _event_stamps(step: Step, scope: Scope) -> list[float]:
-    wanted = set(scope.only_here)
+def _event_stamps(step: Step, scope: Scope, members: tuple[str, ...]) -> list[float]:
+    wanted = set(members)
     pack = step.frame.packs[scope.cabin]
     return [e.stamp for e in pack.events
             if f'{EVENT_ITEM_PREFIX}{e.kind.value}:{e.key}#{e.seq}' in wanted]
+
+
+def _shrink_plan(scopes: tuple[Scope, ...], needed: int,
+                 exempt_only: bool) -> list[tuple[Scope, tuple[str, ...], int]]:
+    """Return (scope, the keys to narrow among, how many go) for the scopes to check.
+
+    The cheapest scopes (lowest importance) that alone could give `needed` items come
+    first; when none can, the biggest are narrowed as far as they go.
+    """
+    def members(scope: Scope) -> tuple[str, ...]:
+        return scope.exempt if exempt_only else scope.only_here
+
+    def whole(scope: Scope) -> bool:
+        # Goals and safety constraints are exempt for life: never offer to drop a whole glob.
+        return exempt_only and not scope.name.startswith('events') and \
+            len(members(scope)) == len(scope.keys)
+    scopes = tuple(s for s in scopes if not whole(s))
+    able = sorted((s for s in scopes if len(members(s)) >= needed),
+                  key=lambda s: (s.importance, -len(members(s))))
+    if not able:
+        able = sorted((s for s in scopes if members(s)), key=lambda s: -len(members(s)))
+    return [(s, members(s), min(needed, len(members(s)))) for s in able[:SCOPES_CHECKED]]
 
 
 def pressure(run: Run, settings: Settings, cabin: str | None = None) -> Pressure:
@@ -247,17 +269,13 @@ def pressure(run: Run, settings: Settings, cabin: str | None = None) -> Pressure
     if peak is None:
         return Pressure(capacity, (), 0, 0, 0, 0, 0, (0, 0), (), (), ())
     asked, tick, exempt, scopes, maps, step = peak
+    # An alarm wants fewer exempt items; evictions alone fewer items of any kind.
+    needed = exempt - capacity if alarms else asked - capacity
     shrinks = []
-    excess = asked - capacity
-    if excess > 0 or alarms:
-        # Cheapest first: the scope whose items are worth least, among those able to give enough.
-        candidates = sorted((s for s in scopes if len(s.only_here) >= max(excess, 1)),
-                            key=lambda s: (s.importance, -len(s.only_here)))
-        for scope in candidates[:SCOPES_CHECKED]:
-            narrowed = _shrink_values(scope, step.manifests[scope.cabin], max(excess, 1), step)
-            if narrowed is None:
-                continue
-            what, values = narrowed
+    if needed > 0:
+        for scope, members, remove in _shrink_plan(tuple(scopes), needed, bool(alarms)):
+            what, values = _shrink_values(scope, step.manifests[scope.cabin], members, remove,
+                                          step)
             shrinks.append(_replayed_shrink(run, settings, scope, what, values))
     return Pressure(capacity, tuple(alarms), evictions, ticks, tick, asked, exempt,
                     (min(asked_counts), max(asked_counts)), tuple(scopes), tuple(maps),
@@ -340,16 +358,17 @@ def _pressure_lines(found: Pressure) -> list[str]:
     lines.append(f'   who asks at tick {found.peak_tick} (items; only this scope asks for; '
                  'mean importance):')
     for scope in found.scopes[:SHOWN]:
-        exempt = f', {scope.exempt} exempt' if scope.exempt else ''
+        exempt = f', {len(scope.exempt)} exempt' if scope.exempt else ''
         lines.append(f'     {scope.cabin} {scope.name}: {len(scope.keys)} '
                      f'({len(scope.only_here)}{exempt}; importance {scope.importance:.2f})')
     if found.maps:
         lines.append(f'   map windows: {"; ".join(found.maps)}: not working-set items, so no '
                      'radius presses on the capacity')
     excess = found.peak_asked - found.capacity
+    needed = found.peak_exempt - found.capacity if found.alarm_ticks else excess
     if found.shrinks:
-        lines.append(f'   to fit, the asks must shrink by {max(excess, 1)} item(s); checked by '
-                     'replay:')
+        what = 'exempt items' if found.alarm_ticks else 'items'
+        lines.append(f'   to fit, the asks must shrink by {needed} {what}; checked by replay:')
     for shrink in found.shrinks:
         alarm = 'never' if not shrink.alarm_ticks else tick_text(shrink.alarm_ticks)
         lines.append(f'     {shrink.scope.cabin} {shrink.change}: evictions {found.evictions} '

@@ -498,6 +498,8 @@ def suggest(run: Run, settings: Settings, cabin: str | None = None) -> Suggestio
     decisions = [d for d in wrong_decisions(run, cabins) if d.cabin in manifests]
     at: dict[int, list[WrongDecision]] = {}
     for decision in decisions:
+        if decision.kind == TEARING:
+            continue  # a freeze problem: what the pack held is not what went wrong
         for tick in decision.ticks:
             at.setdefault(tick, []).append(decision)
     found: dict[tuple[str, str], Finding] = {}
