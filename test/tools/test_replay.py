@@ -20,6 +20,7 @@ from working_memory.core.eviction import WorkingSet
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import BoardEntry, Event, EventKind
 from working_memory.core.manifest import manifests_from_params
+from working_memory.decision.conversions import decision_status_msg
 from working_memory.ros import conversions as conv
 from working_memory.tools import inspect
 from working_memory.tools.bag import BagWriter, full_typestore
@@ -33,6 +34,7 @@ CABINS = {'planner': {'board_keys': ['goal:*', 'safety:*', 'pose', 'sensor:*'],
                       'map': {'radius_m': 0.5},
                       'events': {'window_s': 5.0, 'kinds': ['CONSTRAINT', 'FAILURE']}}}
 TOPICS = {'/board': 'working_memory/msg/BoardUpdate', '/log': 'working_memory/msg/LogEvent',
+          '/planner/status': 'working_memory/msg/DecisionStatus',
           '/map': 'nav_msgs/msg/OccupancyGrid',
           '/working_memory/frame': 'working_memory/msg/ContextFrame',
           '/parameter_events': 'rcl_interfaces/msg/ParameterEvent'}
@@ -78,12 +80,14 @@ def parameter_event(stamp_ns: int, name: str, value) -> bytes:
 
 
 def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_at=None,
-              receipts=True):
+              receipts=True, torn_at=None):
     """Write a synthetic run; return its bag.
 
     late_board_at: ticks whose board message the recorder writes before the frame although
     the node only takes it after the tick. missed_board_at: ticks whose board message the
     node got but the recorder did not. shrink_at: tick before which capacity drops to 2.
+    The planner reports each frame it decided on; at `torn_at` a second report (as if from
+    another planner process) names an older frame.
     """
     manifests = manifests_from_params({'cabins': CABINS})
     working_set = WorkingSet(capacity)
@@ -152,6 +156,11 @@ def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_
             write('/working_memory/frame',
                   conv.context_frame_msg(frame, 'map', dict(received) if receipts else None),
                   stamp_ns + 1_000_000)
+            reports = [frame.digest] + ([previous] if tick == torn_at else [])
+            for digest in reports:
+                write('/planner/status', decision_status_msg('planner', tick, digest, 'route',
+                                                             {}, now), stamp_ns + 2_000_000)
+            previous = frame.digest
     return path
 
 
@@ -246,3 +255,17 @@ def test_doctor_finds_capacity_alarms_and_the_event_window_that_ends_them(tmp_pa
     assert shrink.scope.name.startswith('events') and not shrink.alarm_ticks
     assert inspect.main(['doctor', str(tmp_path / 'run')]) == inspect.FINDS
     assert 'found: capacity alarms' in capsys.readouterr().out
+
+
+def test_doctor_sees_a_decision_on_a_frame_that_was_not_the_ticks_as_drift(tmp_path, capsys):
+    from working_memory.tools.doctor import doctor
+    run = load_run(write_run(tmp_path / 'run', torn_at=6))
+    drift = doctor(run, recorded_settings(run)).drift
+
+    ((tick, digests),) = drift.tearing
+    assert tick == 6 and sorted(digests.values()) == [('planner',), ('planner',)]
+    ((tick, cabin, digest),) = drift.unfrozen
+    assert (tick, cabin) == (6, 'planner') and digest == run.recording.frame(5).digest
+    assert inspect.main(['doctor', str(tmp_path / 'run')]) == inspect.FINDS
+    out = capsys.readouterr().out
+    assert 'tearing at tick 6' in out and 'found: decision drift' in out
