@@ -2,7 +2,12 @@
 
 A ROS 2 workspace builds this package with colcon through CMakeLists.txt, which
 also generates the msg/srv interfaces; this file serves installs without ROS.
+The .msg files (rosbags decodes bags with them) and the packaged config (the replay's
+default parameters) go to share/working_memory as in a ROS install, where
+`tools/bag.py` finds them through the installed distribution's file list.
 """
+
+from glob import glob
 
 from setuptools import setup
 
@@ -10,5 +15,7 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/working_memory']),
         ('share/working_memory', ['package.xml']),
+        ('share/working_memory/msg', sorted(glob('msg/*.msg'))),
+        ('share/working_memory/config', ['config/working_memory.yaml']),
     ],
 )

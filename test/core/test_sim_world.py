@@ -158,6 +158,15 @@ def test_collision_stops_the_robot_and_counts_one_contact():
     assert world.pose.x > stopped.x
 
 
+def test_a_collision_is_the_failure_of_the_action_in_force_where_the_robot_stopped():
+    world = DeliveryWorld(WorldConfig(start=(1.0, 6.0, math.pi)))
+    drive(world, 2.0, 1.0)
+    event = world.collision_failure('follow_route', 'pure_pursuit', world.time)
+    assert (event.kind, event.key, event.detail['strategy']) == (
+        EventKind.FAILURE, 'follow_route', 'pure_pursuit')
+    assert event.detail['reason'] == f'collision at ({world.pose.x:.2f}, {world.pose.y:.2f})'
+
+
 def test_command_is_clamped_to_the_speed_limit():
     world = DeliveryWorld()
     world.step(DT, 100.0, 0.0)

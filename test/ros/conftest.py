@@ -188,3 +188,63 @@ def start_memory(context, namespace, add_node, spin_until):
             assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
         return node, probe
     return start
+
+
+# -- recorded closed-loop runs, shared by the whole session --------------------------------
+
+# Wall-time bounds only stop a hung run; the assertions are about behaviour.
+CLOSED_LOOP_WALL_LIMIT_S = 120.0
+
+
+def executor_manifest_without_doors(path):
+    """Write the packaged params with an executor manifest that lacks door:* to `path`."""
+    import yaml
+    from working_memory.demo.scenario import default_params_file
+    document = yaml.safe_load(default_params_file().read_text())
+    executor = document['working_memory']['ros__parameters']['cabins']['executor']
+    executor['board_keys'] = [key for key in executor['board_keys'] if key != 'door:*']
+    executor['weights'] = [weight for weight in executor['weights']
+                           if not weight.startswith('door:')]
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+@pytest.fixture(scope='session')
+def recorded_run(tmp_path_factory):
+    """Return record(name) -> (Outcome, bag): each closed-loop run recorded once per session.
+
+    Runs (a closed loop takes ~20 s wall, so tests share them):
+    - 'baseline': nothing dropped, the delivery succeeds;
+    - 'no_constraints': `--drop planner:constraints`, 12 s of sim time;
+    - 'no_doors': an executor manifest without door:*; it stops 3 s of sim time after
+      the robot hits the closed door (it cannot see it).
+    """
+    from working_memory.demo.scenario import ScenarioOptions, parse_drops, run_scenario
+    runs = {}
+    folder = tmp_path_factory.mktemp('recorded_runs')
+
+    def record(name):
+        if name in runs:
+            return runs[name]
+        options = {'baseline': {},
+                   'no_constraints': {'drops': parse_drops(['planner:constraints']),
+                                      'sim_time_limit_s': 12.0},
+                   'no_doors': {'params_file': executor_manifest_without_doors(
+                       folder / 'no_doors.yaml'), 'sim_time_limit_s': 60.0}}[name]
+        hit = []
+
+        def until(outcome):
+            if outcome.collisions and not hit:
+                hit.append(outcome.sim_time_s)
+            return bool(hit) and outcome.sim_time_s - hit[0] >= 3.0
+        context = rclpy.Context()
+        rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
+        try:
+            outcome = run_scenario(ScenarioOptions(
+                bag_path=folder / name, wall_time_limit_s=CLOSED_LOOP_WALL_LIMIT_S, **options),
+                context=context, until=until if name == 'no_doors' else None)
+        finally:
+            context.try_shutdown()
+        runs[name] = outcome, folder / name
+        return runs[name]
+    return record

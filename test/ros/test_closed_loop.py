@@ -1,7 +1,9 @@
 """Closed-loop tests: simulator, working memory, planner, executor and monitor over real DDS.
 
 Missing-item injection as the chapter describes it: drop a category from one
-cabin's manifest and assert the downstream reaction on the nodes' own topics.
+cabin's manifest and assert the downstream reaction on the nodes' own topics. The
+baseline and the constraint drop are recorded once per session (`recorded_run`) and
+shared with test_faults.py.
 """
 
 import pytest
@@ -20,8 +22,8 @@ def scenario(drops=(), **options):
                            **options)
 
 
-def test_nothing_dropped_delivers_without_alarm_and_adapts_after_a_failed_push(context):
-    outcome = run_scenario(scenario(), context=context)
+def test_nothing_dropped_delivers_without_alarm_and_adapts_after_a_failed_push(recorded_run):
+    outcome, _ = recorded_run('baseline')
 
     assert outcome.delivered, outcome
     assert outcome.alarms == []  # no constraint alarm, no tearing between planner and executor
@@ -36,10 +38,8 @@ def test_nothing_dropped_delivers_without_alarm_and_adapts_after_a_failed_push(c
 
 
 def test_dropping_constraints_from_the_planner_raises_an_alarm_instead_of_planning(
-        context, tmp_path):
-    bag = tmp_path / 'no_constraints'
-    outcome = run_scenario(
-        scenario(['planner:constraints'], bag_path=bag, sim_time_limit_s=12.0), context=context)
+        recorded_run):
+    outcome, bag = recorded_run('no_constraints')
 
     assert ('planner', 'constraint_validation') in outcome.alarms
     assert outcome.planner_decisions.get('alarm', 0) > 0

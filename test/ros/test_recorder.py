@@ -1,4 +1,4 @@
-"""Recorder node over DDS: frames, evictions and diagnostics land in a bag the tools read back."""
+"""Recorder node over DDS: the topics it is given land in a bag the tools read back."""
 
 import os
 import signal
@@ -9,14 +9,20 @@ from pathlib import Path
 
 import pytest
 import rclpy
+import yaml
 from ament_index_python.packages import get_package_prefix
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import OccupancyGrid
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 
 from working_memory.msg import (ContextFrame, ContextPack, Eviction, EvictionBatch, MissingItem,
                                 WorkingItem)
-from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
+from working_memory.ros.qos import (best_effort_qos, diagnostics_qos, frame_qos, map_qos,
+                                    stream_qos)
+from working_memory.tools.recorder_node import RecorderNode
 from working_memory.tools.bag import BagError
 from working_memory.tools.inspect import main as inspect_main
 from working_memory.tools.recorder_node import RecorderNode
@@ -154,3 +160,40 @@ def test_sigint_closes_the_bag_cleanly(context, executor, tmp_path):
         if recorder.poll() is None:
             recorder.kill()
     assert load_recording(bag).ticks == [1]
+
+
+def test_recorder_finds_types_in_the_graph_and_adapts_qos_to_the_publishers(
+        context, executor, tmp_path):
+    source = rclpy.create_node('wm_source', context=context)
+    grids = source.create_publisher(OccupancyGrid, '/map', map_qos())          # latched
+    grids.publish(OccupancyGrid())
+    twists = source.create_publisher(Twist, '/cmd_vel', best_effort_qos(10))
+    recorder = RecorderNode(context=context, parameter_overrides=[
+        Parameter('bag_path', value=str(tmp_path / 'bag')),
+        Parameter('topics', value=['/map', '/cmd_vel', '/later'])])
+    executor.add_node(source)
+    executor.add_node(recorder)
+    spin_until(executor, lambda: recorder.counts['/map'] == 1, 'the latched map')
+    spin_until(executor, twists.get_subscription_count, 'the /cmd_vel subscription')
+    twists.publish(Twist())
+    spin_until(executor, lambda: recorder.counts['/cmd_vel'] == 1, 'a twist')
+    assert recorder.waiting_for == ['/later']  # no publisher yet: looked for again later
+    subscribed = {topic: qos for topic, (_, qos) in recorder._subscribed.items()}
+    assert subscribed['/map'].durability == DurabilityPolicy.TRANSIENT_LOCAL
+    assert subscribed['/map'].reliability == ReliabilityPolicy.RELIABLE
+    assert subscribed['/cmd_vel'].reliability == ReliabilityPolicy.BEST_EFFORT
+    assert subscribed['/cmd_vel'].durability == DurabilityPolicy.VOLATILE
+    later = source.create_publisher(DiagnosticArray, '/later', diagnostics_qos())
+    spin_until(executor, later.get_subscription_count, 'the recorder to find /later')
+    later.publish(DiagnosticArray())
+    spin_until(executor, lambda: recorder.counts['/later'] == 1, 'a message on /later')
+    recorder.close()
+
+    metadata = (recorder.bag_path / 'metadata.yaml').read_text()
+    topics = {t['topic_metadata']['name']: t['topic_metadata'] for t in yaml.safe_load(
+        metadata)['rosbag2_bagfile_information']['topics_with_message_count']}
+    assert topics['/cmd_vel']['type'] == 'geometry_msgs/msg/Twist'
+    (offered,) = topics['/cmd_vel']['offered_qos_profiles']
+    assert offered['reliability'] == 'best_effort'  # the graph does not tell the depth
+    (offered,) = topics['/map']['offered_qos_profiles']
+    assert offered['durability'] == 'transient_local'

@@ -47,22 +47,18 @@ DROP_CATEGORIES: dict[str, tuple[str, ...]] = {
 }
 
 
-# What the demo's bag holds beyond frames, evictions and /diagnostics (the recorder's own):
-# the robot's true path, the map, the event log, the outcome, the decisions (for the report),
-# and the working memory's views (for the RViz2 config and the Foxglove layout in config/).
-# (topic, message class, type name, latched)
-RECORDED_TOPICS = (
-    ('/odom', Odometry, 'nav_msgs/msg/Odometry', False),
-    ('/map', OccupancyGrid, 'nav_msgs/msg/OccupancyGrid', True),
-    ('/log', LogEvent, 'working_memory/msg/LogEvent', False),
-    ('/sim_world/status', String, 'std_msgs/msg/String', True),
-    ('/planner/status', DecisionStatus, 'working_memory/msg/DecisionStatus', False),
-    ('/executor/status', DecisionStatus, 'working_memory/msg/DecisionStatus', False),
-    ('/working_memory/planner/map_window', OccupancyGrid, 'nav_msgs/msg/OccupancyGrid', True),
-    ('/working_memory/executor/map_window', OccupancyGrid, 'nav_msgs/msg/OccupancyGrid', True),
-    ('/working_memory/route', PathMsg, 'nav_msgs/msg/Path', True),
-    ('/working_memory/markers', MarkerArray, 'visualization_msgs/msg/MarkerArray', True),
-)
+# What the demo records: the inputs (board, log, map, odom, clock) and the node's configuration,
+# its outputs (frame, evictions, diagnostics), and what the cabins decided (statuses; alarms
+# are ALARM events on the log): enough to replay the run offline and ask what was missing.
+RECORDED_TOPICS = ('/board', '/log', '/map', '/odom', '/clock', '/parameter_events',
+                   '/working_memory/frame', '/working_memory/evictions', '/diagnostics',
+                   '/planner/status', '/executor/status', '/monitor/status',
+                   # For the report, RViz2 and Foxglove (config/): the outcome and the views.
+                   '/sim_world/status', '/working_memory/planner/map_window',
+                   '/working_memory/executor/map_window', '/working_memory/route',
+                   '/working_memory/markers')
+# [s] wall time the recorder may take to find the node's outputs before ticking starts.
+RECORDER_DISCOVERY_S = 10.0
 
 
 def parse_drops(specs: list[str]) -> dict[str, tuple[str, ...]]:
@@ -193,11 +189,12 @@ class Scenario:
         wm_overrides += [Parameter('views', value=options.bag_path is not None)]
         wm_overrides += [Parameter(name, value=value)
                          for name, value in options.extra_params.items()]
+        recording = options.bag_path is not None
         self.sim = SimWorldNode(context=context, parameter_overrides=[
             Parameter('seed', value=options.seed),
             Parameter('real_time_factor', value=options.real_time_factor),
-            # The observer and the working-memory node listen to the log.
-            Parameter('log_listeners', value=2)])
+            # The observer and the working-memory node listen to the log, and the recorder.
+            Parameter('log_listeners', value=3 if recording else 2)])
         self.memory = WorkingMemoryNode(
             context=context, parameter_overrides=wm_overrides,
             cli_args=['--ros-args', '--params-file', str(params_file)])
@@ -206,12 +203,10 @@ class Scenario:
                          for cls in (PlannerNode, ExecutorNode, MonitorNode)]
         self.observer = Observer(self.outcome, context=context)
         self.recorder = None
-        if options.bag_path is not None:
+        if recording:
             self.recorder = RecorderNode(context=context, parameter_overrides=sim_time + [
-                Parameter('bag_path', value=str(options.bag_path))])
-            for topic, msg_class, msgtype, latched in RECORDED_TOPICS:
-                self.recorder.record_topic(topic, msg_class, msgtype, (
-                    qos.latched_qos(10) if latched else qos.stream_qos(1000)), latched=latched)
+                Parameter('bag_path', value=str(options.bag_path)),
+                Parameter('topics', value=list(RECORDED_TOPICS))])
             self.recorder.set_custom_data('working_memory.seed', str(options.seed))
             self.recorder.set_custom_data('working_memory.drops', describe_drops(options.drops))
             # One line per recorded topic would bury the demo's progress.
@@ -231,9 +226,15 @@ class Scenario:
         executor = executor or SingleThreadedExecutor(context=self.sim.context)
         for node in self.nodes:
             executor.add_node(node)
-        if (self.memory.trigger_configure() != TransitionCallbackReturn.SUCCESS
-                or self.memory.trigger_activate() != TransitionCallbackReturn.SUCCESS):
-            raise RuntimeError('working_memory node did not configure and activate; see its log')
+        if self.memory.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+            raise RuntimeError('working_memory node did not configure; see its log')
+        if self.recorder is not None:
+            # The node's outputs exist from configure on: record them from the first tick.
+            deadline = time.monotonic() + RECORDER_DISCOVERY_S
+            while self.recorder.waiting_for and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+        if self.memory.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+            raise RuntimeError('working_memory node did not activate; see its log')
         options, outcome = self.options, self.outcome
         started = time.monotonic()
         next_progress = started

@@ -1,8 +1,9 @@
 """Conversions between ROS messages and core types: the only module that touches message fields.
 
-Sections: time, board, log, map, pose, frames, services, parameters, diagnostics,
+Sections: time, log, map, frames, services, parameters, diagnostics,
 board owners, frames in (the client's PackView): the working_memory messages and the
-inputs the node itself reads; the simulator and the reference cabins convert their own.
+inputs the node itself reads (their field reading lives in the pure `ros/inputs.py`, which the
+offline replay shares); the simulator and the reference cabins convert their own.
 Input conversions raise ValueError naming the message field at fault, so the node can
 log the rejection and count it; output conversions never fail on core types.
 """
@@ -14,9 +15,8 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
-import numpy as np
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import OccupancyGrid
@@ -28,13 +28,20 @@ from rclpy.qos import qos_policy_name_from_kind
 from working_memory.core.eviction import CAPACITY, EvictionRecord, Readmission
 from working_memory.core.explain import Explanation
 from working_memory.core.frames import Frame, Pack
-from working_memory.core.gridmap import GridMap, MapWindow
+from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import BoardEntry, Event, EventKind, Item, Missing, MissingReason
 from working_memory.core.pack_view import PackView
 from working_memory.core.timebase import epoch_time
+from working_memory.ros import inputs
+# The input conversions live in ros/inputs.py (pure, shared with the offline replay).
+from working_memory.ros.inputs import (BoardBatch, board_batch_from_msg,  # noqa: F401
+                                       board_entry_from_msg, grid_from_msg, json_field,
+                                       pose_from_odometry, pose_from_pose_stamped,
+                                       seconds_from_duration, seconds_from_time)
 from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction,
-                                EvictionBatch, LogEvent, MissingItem, WorkingItem)
+                                EvictionBatch, InputCount, LogEvent, MissingItem,
+                                WorkingItem)
 from working_memory.ros.diagnostics import Status
 from working_memory.ros.params import (ParamSpec, ParamType, check_value, coerce,
                                        param_spec)
@@ -42,88 +49,10 @@ from working_memory.ros.params import (ParamSpec, ParamType, check_value, coerce
 # -- time ------------------------------------------------------------------
 
 
-def seconds_from_time(stamp: Time) -> float:
-    """Return a builtin_interfaces/Time as float seconds."""
-    return stamp.sec + stamp.nanosec * 1e-9
-
-
-def seconds_from_duration(duration: Duration) -> float:
-    """Return a builtin_interfaces/Duration as float seconds."""
-    return duration.sec + duration.nanosec * 1e-9
-
-
 def time_from_seconds(seconds: float) -> Time:
     """Return float seconds [s] as a builtin_interfaces/Time (clamped at 0)."""
     nanoseconds = max(0, round(seconds * 1e9))
     return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
-
-
-def _stamp_or(stamp: Time, fallback: float) -> float:
-    """Return `stamp` in seconds, or `fallback` [s] when the sender left it zero."""
-    return seconds_from_time(stamp) if stamp.sec or stamp.nanosec else fallback
-
-
-def _importance(value: float) -> float | None:
-    """Return a message importance, NaN meaning 'use the manifest weight' (None)."""
-    return None if math.isnan(value) else value
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f'{name} is not a JSON number (RFC 8259)')
-
-
-def _finite_float(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(f'{text} is out of the range of a finite number')
-    return number
-
-
-def json_field(text: str, what: str) -> Any:
-    """Parse strict JSON `text` (RFC 8259: no NaN, Infinity, -Infinity), ValueError naming `what`."""
-    try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
-    except ValueError as error:
-        raise ValueError(f'{what}: not valid JSON ({error}): {text[:80]!r}') from None
-
-# -- board -----------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class BoardBatch:
-    """A BoardUpdate as core types; `errors` names each entry that was rejected."""
-
-    entries: tuple[BoardEntry, ...]
-    removed_keys: tuple[str, ...]
-    errors: tuple[str, ...]
-
-
-def board_batch_from_msg(msg, now: float) -> BoardBatch:
-    """Convert a BoardUpdate, rejecting bad entries one by one (the rest still apply).
-
-    An entry stamp of zero falls back to the header stamp, then to `now` [s]
-    (receive time): a board owner that does not stamp still gets ttl handling.
-    """
-    received = _stamp_or(msg.header.stamp, now)
-    entries, errors = [], []
-    for index, entry in enumerate(msg.entries):
-        try:
-            entries.append(board_entry_from_msg(entry, received))
-        except ValueError as error:
-            errors.append(f'entries[{index}] {error}')
-    removed = tuple(msg.removed_keys)
-    if not all(removed):
-        errors.append('removed_keys: empty key ignored')
-        removed = tuple(key for key in removed if key)
-    return BoardBatch(tuple(entries), removed, tuple(errors))
-
-
-def board_entry_from_msg(entry, received: float) -> BoardEntry:
-    """Convert one BoardEntry message, raising ValueError naming the key and field."""
-    value = json_field(entry.value, f'board entry {entry.key!r}: value')
-    return BoardEntry(key=entry.key, value=value, stamp=_stamp_or(entry.stamp, received),
-                      importance=_importance(entry.importance),
-                      ttl=seconds_from_duration(entry.ttl), tags=tuple(entry.tags))
 
 # -- log -------------------------------------------------------------------
 
@@ -133,37 +62,9 @@ _KIND_FROM_MSG = {getattr(LogEvent, kind.value): kind for kind in EventKind}
 
 def event_from_msg(msg, now: float) -> Event:
     """Convert a LogEvent, raising ValueError naming the field; a zero stamp means `now` [s]."""
-    kind = _KIND_FROM_MSG.get(msg.kind)
-    if kind is None:
-        raise ValueError(f'log event {msg.key!r}: kind {msg.kind} is not one of '
-                         f'{sorted(_KIND_FROM_MSG)} ({", ".join(k.value for k in EventKind)})')
-    detail = json_field(msg.detail, f'log event {msg.key!r}: detail') if msg.detail else None
-    return Event(stamp=_stamp_or(msg.header.stamp, now), kind=kind, source=msg.source,
-                 key=msg.key, detail=detail, importance=_importance(msg.importance),
-                 tags=tuple(msg.tags))
+    return inputs.event_from_msg(msg, now, _KIND_FROM_MSG)
 
 # -- map -------------------------------------------------------------------
-
-
-def grid_from_msg(msg, map_frame: str) -> GridMap:
-    """View an OccupancyGrid's cells without copying, raising ValueError on a malformed grid."""
-    info = msg.info
-    width, height = info.width, info.height
-    if msg.header.frame_id not in ('', map_frame):
-        raise ValueError(f'map: header.frame_id {msg.header.frame_id!r} is not map_frame '
-                         f'{map_frame!r}')
-    if width * height == 0 or len(msg.data) != width * height:
-        raise ValueError(f'map: data has {len(msg.data)} cells, info says '
-                         f'width {width} x height {height} = {width * height} (must be > 0)')
-    orientation = info.origin.orientation
-    if abs(orientation.x) > 1e-6 or abs(orientation.y) > 1e-6 or abs(orientation.z) > 1e-6:
-        raise ValueError('map: info.origin.orientation must be the identity '
-                         '(rotated maps are not supported)')
-    cells = np.frombuffer(msg.data, dtype=np.int8).reshape(height, width)
-    try:
-        return GridMap(cells, (info.origin.position.x, info.origin.position.y), info.resolution)
-    except ValueError as error:
-        raise ValueError(f'map: info.{error}') from None
 
 
 def grid_msg_from_window(window: MapWindow | None, map_frame: str, stamp: float) -> OccupancyGrid:
@@ -182,28 +83,6 @@ def grid_msg_from_window(window: MapWindow | None, map_frame: str, stamp: float)
     # One C-order copy of the (possibly strided) view straight into the message buffer.
     grid.data = array.array('b', window.data.tobytes())
     return grid
-
-# -- pose ------------------------------------------------------------------
-
-
-def _xy_in_frame(header, pose, map_frame: str, topic: str) -> tuple[float, float]:
-    if header.frame_id not in ('', map_frame):
-        raise ValueError(f'{topic}: header.frame_id {header.frame_id!r} is not map_frame '
-                         f'{map_frame!r} (no TF lookup is done)')
-    x, y = pose.position.x, pose.position.y
-    if not (math.isfinite(x) and math.isfinite(y)):
-        raise ValueError(f'{topic}: pose.position must be finite, got ({x}, {y})')
-    return x, y
-
-
-def pose_from_odometry(msg, map_frame: str) -> tuple[float, float]:
-    """Return (x, y) [m] of a nav_msgs/Odometry given in `map_frame`."""
-    return _xy_in_frame(msg.header, msg.pose.pose, map_frame, 'odom')
-
-
-def pose_from_pose_stamped(msg, map_frame: str) -> tuple[float, float]:
-    """Return (x, y) [m] of a geometry_msgs/PoseStamped given in `map_frame`."""
-    return _xy_in_frame(msg.header, msg.pose, map_frame, 'pose')
 
 # -- frames ----------------------------------------------------------------
 
@@ -249,10 +128,16 @@ def context_pack_msg(pack: Pack, map_frame: str) -> ContextPack:
     return msg
 
 
-def context_frame_msg(frame: Frame, map_frame: str) -> ContextFrame:
-    """Return a frozen Frame as a ContextFrame, packs in cabin order."""
+def context_frame_msg(frame: Frame, map_frame: str,
+                      inputs_received: Mapping[str, int] | None = None) -> ContextFrame:
+    """Return a frozen Frame as a ContextFrame, packs in cabin order.
+
+    `inputs_received` is {resolved input topic: messages received before the tick}.
+    """
     msg = ContextFrame(tick=frame.tick, digest=frame.digest,
-                       packs=[context_pack_msg(pack, map_frame) for pack in frame.packs.values()])
+                       packs=[context_pack_msg(pack, map_frame) for pack in frame.packs.values()],
+                       inputs=[InputCount(topic=topic, received=count)
+                               for topic, count in (inputs_received or {}).items()])
     msg.header.stamp = time_from_seconds(frame.stamp)
     msg.header.frame_id = map_frame
     return msg

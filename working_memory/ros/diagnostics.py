@@ -124,6 +124,10 @@ class Health:
         state.received += 1
         state.last_received = now
 
+    def received_counts(self) -> dict[str, int]:
+        """Return {input topic: messages received so far}, rejected ones included."""
+        return {topic: state.received for topic, state in self._inputs.items()}
+
     def rejected(self, topic: str, reason: str) -> None:
         """Count input on `topic` that could not be used, with the reason."""
         state = self._inputs[topic]

@@ -413,7 +413,10 @@ class WorkingMemoryNode(LifecycleNode):
                                           memory.grid, memory.pose)
         memory.frames.publish(frame)
         config = memory.config
-        self._frame_pub.publish(conv.context_frame_msg(frame, config.map_frame))
+        # The receipt per input topic lets an offline replay apply exactly what this tick saw.
+        received = {self.resolve_topic_name(topic): count
+                    for topic, count in memory.health.received_counts().items()}
+        self._frame_pub.publish(conv.context_frame_msg(frame, config.map_frame, received))
         if self._views is not None:
             self._views.publish(frame, memory.pose)
         evictions = memory.pending_evictions + list(frame.evictions)

@@ -48,7 +48,8 @@ class SimWorldNode(Node):
         board (BoardUpdate): goal, zone, door, charging stations at start, on change and
             again for each new subscriber; pose, battery, sensor:<n> at their rates.
         log (LogEvent): GOAL and CONSTRAINT once log_listeners subscribers listen; FAILURE and
-            OBSERVATION outcomes of actions, door opened, delivered.
+            OBSERVATION outcomes of actions, door opened, delivered; a FAILURE of the action
+            in force (the latest ACTION) on each new collision, as a bumper reports it.
         ~/status (std_msgs/String, latched): JSON of the outcome (time, pose, delivered,
             zone_violations, collisions, door).
     """
@@ -68,6 +69,7 @@ class SimWorldNode(Node):
         self._command = (0.0, 0.0)
         self._command_ns = None
         self._actions: list[Event] = []
+        self._action_in_force = ('drive', '')  # (key, strategy) of the latest ACTION event
         self._cadences = {name: Cadence(getattr(self._config, f'{name}_rate_hz'))
                           for name in ('odom', 'pose', 'battery', 'sensor', 'status')}
 
@@ -127,9 +129,11 @@ class SimWorldNode(Node):
             events = world.start_events(now) + events
         for action in self._actions:
             events += world.request_action(action.key, _strategy_of(action), now).events
+            self._action_in_force = (action.key, _strategy_of(action))
         self._actions.clear()
         if world.collisions != self._collisions:
             self._collisions = world.collisions
+            events.append(world.collision_failure(*self._action_in_force, now))
             self.get_logger().warning(f'collision at ({world.pose.x:.2f}, {world.pose.y:.2f}): '
                                       'robot stopped')
         self._publish(now, events)

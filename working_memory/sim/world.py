@@ -379,6 +379,14 @@ class DeliveryWorld:
         return Event(stamp=now, kind=EventKind.OBSERVATION, source=SOURCE, key=DOOR_KEY,
                      detail=detail, importance=0.7, tags=('delivery', 'navigation'))
 
+    def collision_failure(self, action: str, strategy: str, now: float) -> Event:
+        """Return the FAILURE a bumper reports for a new collision: of `action`, in force then.
+
+        The robot stopped against an obstacle; the action that drove it there failed.
+        """
+        return self._failure(action, strategy, now, f'collision at ({self.pose.x:.2f}, '
+                             f'{self.pose.y:.2f})').events[0]
+
     def _failure(self, name: str, strategy: str, now: float, reason: str) -> ActionOutcome:
         """Return a FAILED outcome with the FAILURE event naming the strategy and the reason."""
         event = Event(stamp=now, kind=EventKind.FAILURE, source=SOURCE, key=name,

@@ -11,12 +11,14 @@ itself carries (falling back to this package's .msg files and the Kilted types).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
-from rosbags.interfaces import (MessageDefinitionFormat, Qos, QosDurability, QosHistory,
-                                QosLiveliness, QosReliability, QosTime)
+from rosbags.interfaces import (MessageDefinitionFormat, Nodetype, Qos, QosDurability,
+                                QosHistory, QosLiveliness, QosReliability, QosTime)
 from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer, WriterError
+from rosbags.serde import SerdeError
 from rosbags.typesys import (Stores, TypesysError, get_types_from_idl, get_types_from_msg,
                              get_typestore)
 from rosbags.typesys.store import Typestore
@@ -35,23 +37,49 @@ class BagError(Exception):
 
 
 def msg_dir() -> Path:
-    """Return the directory of this package's .msg files: the installed share, else the sources."""
+    """Return the directory of this package's .msg files.
+
+    In order: the ROS install (ament index), a plain `pip install` (setup.py puts them in
+    share/working_memory/msg as data files), the source tree.
+    """
+    candidates = []
     try:
         from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
     except ImportError:  # a plain `pip install` without ROS
         pass
     else:
         try:
-            installed = Path(get_package_share_directory(PACKAGE)) / 'msg'
+            candidates.append(Path(get_package_share_directory(PACKAGE)) / 'msg')
         except PackageNotFoundError:
-            installed = None
-        if installed is not None and installed.is_dir():
-            return installed
-    source = Path(__file__).resolve().parents[2] / 'msg'
-    if source.is_dir():
-        return source
-    raise BagError(f'cannot find the {PACKAGE} .msg files: package not in the ament index '
-                   f'and no source tree at {source}')
+            pass
+    beside = Path(__file__).resolve().parents[2]
+    # pip's file list (a venv or --user install), `pip install --target` (beside the package).
+    candidates += [_pip_share() / 'msg', beside / 'share' / PACKAGE / 'msg']
+    source = beside / 'msg'
+    candidates.append(source)
+    for candidate in candidates:
+        if candidate.is_dir() and any(candidate.glob('*.msg')):
+            return candidate
+    raise BagError(f'cannot find the {PACKAGE} .msg files: package not in the ament index, '
+                   f'not pip-installed with its data files and no source tree at {source}')
+
+
+def share_dir() -> Path:
+    """Return share/working_memory (config, msg) of the msg files found by `msg_dir`."""
+    return msg_dir().parent
+
+
+def _pip_share() -> Path:
+    """Return share/working_memory of a pip install (data files), or a path that does not exist."""
+    try:
+        files = metadata.files(PACKAGE) or ()
+    except metadata.PackageNotFoundError:
+        return Path('/nonexistent')
+    for file in files:
+        parts = file.parts
+        if 'share' in parts and parts[-2:-1] == ('msg',) and file.suffix == '.msg':
+            return Path(file.locate()).resolve().parent.parent
+    return Path('/nonexistent')
 
 
 def package_types() -> dict:
@@ -67,6 +95,56 @@ def full_typestore() -> Typestore:
     store = get_typestore(Stores.ROS2_KILTED)
     store.register(package_types())
     return store
+
+
+def register_from_share(store: Typestore, msgtype: str) -> None:
+    """Register `msgtype` and every type it uses from the .msg files of the installed packages.
+
+    For a recorded topic whose type neither the Kilted store nor this package defines;
+    BagError when a definition cannot be found (the ament index needs ROS installed).
+    """
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+    except ImportError:
+        raise BagError(f'unknown message type {msgtype!r} (no ROS installed to look it up)') \
+            from None
+    todo = [msgtype]
+    while todo:
+        name = todo.pop()
+        if name in store.fielddefs:
+            continue
+        package, kind, leaf = name.split('/') if name.count('/') == 2 else (name, '', '')
+        try:
+            path = Path(get_package_share_directory(package)) / kind / f'{leaf}.msg'
+            store.register(get_types_from_msg(path.read_text(), name))
+        except (PackageNotFoundError, OSError, ValueError, TypesysError) as err:
+            raise BagError(f'no definition of message type {name!r}: {err}') from None
+        todo += [used for used in _used_types(store.fielddefs[name][1])
+                 if used not in store.fielddefs]
+
+
+def _used_types(fields) -> list[str]:
+    """Return the message type names that a rosbags field list refers to."""
+    used = []
+    for _, desc in fields:
+        while desc[0] in (Nodetype.ARRAY, Nodetype.SEQUENCE):
+            desc = desc[1][0]
+        if desc[0] == Nodetype.NAME:
+            used.append(desc[1])
+    return used
+
+
+def adapted_qos(offers: Sequence[Qos]) -> tuple[QosReliability, QosDurability]:
+    """Return the (reliability, durability) a recorder requests to match every offer.
+
+    As `ros2 bag record` adapts to the publishers: reliable only when every publisher
+    is reliable, transient local only when every one is (a latched map keeps its
+    history); otherwise best effort or volatile, which match any offer.
+    """
+    reliable = bool(offers) and all(o.reliability == QosReliability.RELIABLE for o in offers)
+    latched = bool(offers) and all(o.durability == QosDurability.TRANSIENT_LOCAL for o in offers)
+    return (QosReliability.RELIABLE if reliable else QosReliability.BEST_EFFORT,
+            QosDurability.TRANSIENT_LOCAL if latched else QosDurability.VOLATILE)
 
 
 def offered_qos(latched: bool) -> Qos:
@@ -103,18 +181,33 @@ class BagWriter:
         self._connections: dict[str, object] = {}
         self.counts: dict[str, int] = {}
 
-    def add_topic(self, topic: str, msgtype: str, *, latched: bool = False) -> None:
-        """Register `topic` with ROS type `msgtype` (e.g. 'working_memory/msg/ContextFrame')."""
+    def add_topic(self, topic: str, msgtype: str, *, latched: bool = False,
+                  offers: Sequence[Qos] | None = None) -> None:
+        """Register `topic` with ROS type `msgtype` (e.g. 'working_memory/msg/ContextFrame').
+
+        `offers` are the QoS profiles its publishers offer (the bag's metadata states
+        them, and `ros2 bag play` republishes with them); without them a reliable
+        profile, transient local when `latched`.
+        """
         writer = self._open_writer()
         if topic in self._connections:
             raise BagError(f'{self.path}: topic {topic} is already registered')
         if msgtype not in self._typestore.fielddefs:
-            raise BagError(f'{self.path}: unknown message type {msgtype!r} for topic {topic}')
+            try:
+                register_from_share(self._typestore, msgtype)
+            except BagError as err:
+                raise BagError(f'{self.path}: topic {topic}: {err}') from None
         msgdef, _ = self._typestore.generate_msgdef(msgtype, ros_version=2)
         self._connections[topic] = writer.add_connection(
             topic, msgtype, msgdef=msgdef, rihs01=self._typestore.hash_rihs01(msgtype),
-            offered_qos_profiles=[offered_qos(latched)])
+            offered_qos_profiles=list(offers) if offers else [offered_qos(latched)])
         self.counts[topic] = 0
+
+    def add_offer(self, topic: str, qos: Qos) -> None:
+        """Add the QoS of a publisher that appeared later to `topic`'s metadata (on close)."""
+        offers = self._connections[topic].ext.offered_qos_profiles
+        if qos not in offers:
+            offers.append(qos)
 
     def write(self, topic: str, msgtype: str, data: bytes, stamp_ns: int) -> None:
         """Append one CDR message received at `stamp_ns` [ns]; registers the topic on first use."""
@@ -186,6 +279,7 @@ class BagReader:
             raise BagError(f'cannot read bag {path}: {err}') from None
         self._typestore = get_typestore(Stores.EMPTY)
         self._registered: set[str] = set()
+        self.undecodable: dict[str, int] = {}
 
     @property
     def topics(self) -> dict[str, str]:
@@ -199,12 +293,25 @@ class BagReader:
         metadata = getattr(self._reader.storage, 'metadata', None)
         return dict(getattr(metadata, 'custom', None) or {})
 
-    def messages(self, topics: Iterable[str]) -> Iterator[BagMessage]:
-        """Yield the messages of `topics` in receive-time order, deserialized."""
+    def messages(self, topics: Iterable[str], skip_undecodable: bool = False
+                 ) -> Iterator[BagMessage]:
+        """Yield the messages of `topics` in receive-time order, deserialized.
+
+        A message rosbags cannot decode raises BagError, or with `skip_undecodable` is
+        counted in `undecodable` ({topic: count}) and skipped.
+        """
         connections = self.register(topics)
         for connection, stamp_ns, data in self._reader.messages(connections=connections):
-            yield BagMessage(connection.topic, connection.msgtype, stamp_ns,
-                             self._typestore.deserialize_cdr(data, connection.msgtype))
+            try:
+                msg = self._typestore.deserialize_cdr(data, connection.msgtype)
+            except SerdeError as err:
+                if not skip_undecodable:
+                    raise BagError(f'{self.path}: {connection.topic}: message at '
+                                   f'{stamp_ns} ns: {err}') from None
+                self.undecodable[connection.topic] = self.undecodable.get(
+                    connection.topic, 0) + 1
+                continue
+            yield BagMessage(connection.topic, connection.msgtype, stamp_ns, msg)
 
     def register(self, topics: Iterable[str]) -> list:
         """Register the message types of `topics` for decoding; return their connections."""

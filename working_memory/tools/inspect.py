@@ -4,10 +4,16 @@
     wm-inspect BAG --tick N [--cabin C]     the pack(s) of tick N
     wm-inspect BAG --why KEY [--cabin C]    a key's timeline: present, evicted, back, stale, ...
     wm-inspect BAG --report FILE.html|FILE.png [--map-tick N] [--cabin C] [--capacity N]
+    wm-inspect replay BAG [--manifests FILE] [--capacity N] [--set NAME=VALUE] ...
+                                            replay the run offline; what-if with changes
+    wm-inspect suggest BAG [--cabin C] [--out FILE]
+                                            manifest additions from the run's wrong decisions
+    wm-inspect doctor BAG                   the three symptoms: suddenly dumb, decision drift,
+                                            capacity pressure
 
 Needs only rosbags, numpy and matplotlib (no rclpy). Exit code 0 on success, 1 when
 the bag or the question is wrong (missing bag, unknown cabin, tick not recorded), 2 on
-bad usage.
+bad usage; `replay` exits 3 when a digest disagrees, `doctor` 3 when it finds anything.
 """
 
 from __future__ import annotations
@@ -15,9 +21,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+import yaml
+
+from working_memory.tools import doctor, suggest
 from working_memory.tools.bag import BagError
 from working_memory.tools.recording import (FrameRecord, PackRecord, Recording, RecordingError,
-                                            describe_ticks, load_recording)
+                                            describe_ticks, load_recording, load_run)
+from working_memory.tools.replay import (ReplayError, agreement, format_agreement,
+                                         format_what_if, parameters_in_file, recorded_settings,
+                                         replay, what_if)
 from working_memory.tools.report import REPORT_SUFFIXES, write_report
 from working_memory.tools.why import (NOT_IN_PACK, PRESENT, PRESENT_STALE, WhyAnswer,
                                       eviction_detail, why)
@@ -146,7 +158,8 @@ def parser() -> argparse.ArgumentParser:
     """Return the command-line parser."""
     cli = argparse.ArgumentParser(
         prog='wm-inspect', description='Answer why-questions from a working-memory bag.',
-        epilog='Without --tick, --why or --report: list the recorded ticks.')
+        epilog='Without --tick, --why or --report: list the recorded ticks. '
+               'Also: wm-inspect {replay,suggest,doctor} BAG ... (wm-inspect replay -h).')
     cli.add_argument('bag', help='rosbag2 bag directory (or a file inside it)')
     mode = cli.add_mutually_exclusive_group()
     mode.add_argument('--tick', type=int, help='show the pack(s) of this tick')
@@ -182,8 +195,109 @@ def run(args: argparse.Namespace) -> str:
     return format_tick_list(recording, args.cabin)
 
 
+COMMANDS = ('replay', 'suggest', 'doctor')
+DISAGREES = FINDS = 3
+
+
+def command_parser() -> argparse.ArgumentParser:
+    """Return the parser of the replay, suggest and doctor commands."""
+    cli = argparse.ArgumentParser(prog='wm-inspect',
+                                  description='Replay a recorded run offline and learn from it.')
+    commands = cli.add_subparsers(dest='command', required=True)
+    helps = {'replay': 'replay the run through the core: digest agreement, or a what-if',
+             'suggest': 'manifest additions from the wrong decisions in the run, checked by '
+                        'replay',
+             'doctor': 'suddenly dumb, decision drift, capacity pressure: what the run shows'}
+    for name in COMMANDS:
+        command = commands.add_parser(name, help=helps[name], description=helps[name])
+        command.add_argument('bag', help='rosbag2 bag directory recorded with the inputs')
+        command.add_argument('--params', metavar='FILE',
+                             help='node parameters file, for a bag without the node\'s '
+                                  'parameter events (default: the bag\'s, else the packaged '
+                                  'config)')
+        command.add_argument('--cabin', help='only this cabin')
+    what = commands.choices['replay']
+    what.add_argument('--manifests', metavar='FILE',
+                      help='what-if: cabin manifests (params file or plain cabins: mapping) '
+                           'replacing the recorded fields they name')
+    what.add_argument('--capacity', type=int, help='what-if: working-set capacity [items]')
+    what.add_argument('--size-budget', type=int, metavar='BYTES',
+                      help='what-if: size budget [bytes], 0 = none')
+    what.add_argument('--eviction-policy', choices=('importance_lru', 'half_life'),
+                      help='what-if: eviction policy')
+    what.add_argument('--half-life', type=float, metavar='S', help='what-if: half life [s]')
+    what.add_argument('--set', action='append', default=[], metavar='NAME=VALUE',
+                      help='what-if: any node parameter, e.g. cabins.planner.map.radius_m=4.0 '
+                           '(VALUE in YAML); repeatable')
+    commands.choices['suggest'].add_argument('--out', metavar='FILE',
+                                             help='also write the manifest patch to FILE')
+    return cli
+
+
+def what_if_changes(args: argparse.Namespace, node: str) -> tuple[dict[str, object], str]:
+    """Return the parameter changes the what-if options ask for (none: exact) and their words."""
+    changes: dict[str, object] = {}
+    words = []
+    if args.manifests:
+        changes.update(parameters_in_file(args.manifests, node))
+        words.append(f'--manifests {args.manifests}')
+    for name, value in (('capacity', args.capacity), ('size_budget_bytes', args.size_budget),
+                        ('eviction_policy', args.eviction_policy),
+                        ('half_life_s', args.half_life)):
+        if value is not None:
+            changes[name] = value
+            words.append(f'{name}={value!r}')
+    for assignment in args.set:
+        name, sep, text = assignment.partition('=')
+        if not sep or not name:
+            raise ReplayError(f'--set {assignment!r}: expected NAME=VALUE')
+        try:
+            changes[name] = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise ReplayError(f'--set {name}: VALUE is not YAML: {error}') from None
+        words.append(f'{name}={changes[name]!r}')
+    return changes, ', '.join(words)
+
+
+def run_command(args: argparse.Namespace) -> tuple[str, int]:
+    """Run replay, suggest or doctor; return the text to print and the exit code."""
+    run = load_run(args.bag)
+    if args.cabin is not None:
+        run.recording.check_cabin(args.cabin)
+    settings = recorded_settings(run, params_file=args.params)
+    if args.command == 'replay':
+        changes, why = what_if_changes(args, settings.node)
+        if not changes:
+            result = agreement(run, settings)
+            return format_agreement(result, args.bag, settings), (
+                0 if not result.mismatches else DISAGREES)
+        changed = settings.with_values(changes, why)
+        return format_what_if(what_if(run, settings, changed, args.cabin), args.bag, changed), 0
+    if args.command == 'suggest':
+        result = suggest.suggest(run, settings, args.cabin)
+        if args.out and result.patch:
+            with open(args.out, 'w', encoding='utf-8') as stream:
+                stream.write(suggest.patch_yaml(result, settings.node))
+        return suggest.format_suggestions(result, args.bag), 0
+    result = doctor.doctor(run, settings, args.cabin)
+    return doctor.format_doctor(result, args.bag), FINDS if result.found else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run wm-inspect with `argv` (default: the command line); return the exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMMANDS:
+        try:
+            args = command_parser().parse_args(argv)
+        except SystemExit as exit_request:
+            return int(exit_request.code or 0)
+        try:
+            text, code = run_command(args)
+        except (BagError, RecordingError, ReplayError, OSError) as err:
+            print(f'wm-inspect: error: {err}', file=sys.stderr)
+            return 1
+        print(text)
+        return code
     cli = parser()
     try:
         args = cli.parse_args(argv)

@@ -1,58 +1,66 @@
-"""Recorder node: every ContextFrame and EvictionBatch (and /diagnostics) into a rosbag2 bag.
+"""Recorder node: any list of topics into a rosbag2 bag, as `ros2 bag record` would.
 
-Subscriptions are raw: the CDR bytes go into the bag as received, with no
-deserialize/serialize round trip. The bag itself is written by
+Each topic's type is found at run time in the ROS graph, and its subscription's
+QoS adapts to the publishers (reliable or transient local only when every
+publisher offers it). A topic not yet in the graph is looked for again every
+`discovery_period_s`. Subscriptions are raw: the CDR bytes go into the bag as
+received, with no deserialize/serialize round trip. The bag's metadata states
+the QoS each publisher actually offered. The bag itself is written by
 `working_memory.tools.bag.BagWriter` (ROS-free, reusable in-process).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 
 import rclpy
-from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile,
+                       ReliabilityPolicy)
+from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, QosReliability,
+                                QosTime)
 
-from working_memory.msg import ContextFrame, EvictionBatch
 from working_memory.ros.spin import run_node
-from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
-from working_memory.tools.bag import (DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE, FRAME_TYPE,
-                                      STORAGES, BagError, BagWriter)
+from working_memory.tools.bag import STORAGES, BagError, BagWriter, adapted_qos
 
-# Reader-side history for the latched frame topic: the publisher keeps 1, but a
-# recorder that is busy writing must not drop frames that already arrived.
-FRAME_HISTORY = 100
+# Reader-side history: a recorder busy writing must not drop messages that already arrived.
+HISTORY_DEPTH = 1000
+DEFAULT_TOPICS = ['/working_memory/frame', '/working_memory/evictions', '/diagnostics']
 
 # (name, default, description); all read-only: a bag's topics are fixed when it opens.
 PARAMS = (
     ('bag_path', '', "Bag directory to create (must not exist); '' = wm_<date>-<time> in the cwd"),
     ('storage', 'mcap', f'Storage plugin: {" or ".join(STORAGES)}'),
-    ('frame_topic', '/working_memory/frame', 'ContextFrame topic (latched)'),
-    ('evictions_topic', '/working_memory/evictions', 'EvictionBatch topic'),
-    ('diagnostics_topic', '/diagnostics', "DiagnosticArray topic; '' = not recorded"),
+    ('topics', DEFAULT_TOPICS,
+     'Topics to record (relative names resolve in this node\'s namespace); each type is '
+     'found in the graph'),
+    ('discovery_period_s', 0.1,
+     'Look for topics not in the graph yet (and for new publishers) this often [s], wall time'),
 )
 
 
 class RecorderNode(Node):
-    """Record the working-memory node's outputs to a rosbag2 bag (MCAP or SQLite3).
+    """Record a list of topics to a rosbag2 bag (MCAP or SQLite3).
 
     ROS Parameters (read-only):
-        bag_path, storage, frame_topic, evictions_topic, diagnostics_topic (see PARAMS).
+        bag_path, storage, topics, discovery_period_s (see PARAMS).
     Subscriptions:
-        frame_topic (working_memory/ContextFrame): reliable, transient local, keep last 100.
-        evictions_topic (working_memory/EvictionBatch): reliable, keep last 100.
-        diagnostics_topic (diagnostic_msgs/DiagnosticArray): reliable, keep last 10.
+        each of `topics` (raw) once a publisher of it is in the graph: QoS reliable only
+        when every publisher is reliable, transient local only when every one is
+        (as `ros2 bag record`), keep last HISTORY_DEPTH.
     The bag's receive stamps are this node's clock. Call `close()` (or destroy the
     node) to finish the bag: only then is it readable.
     """
 
     def __init__(self, **kwargs) -> None:
-        """Declare the parameters, open the bag and subscribe.
+        """Declare the parameters, open the bag and subscribe to the topics already there.
 
-        Raises BagError (bag exists, duplicate topic), ValueError (storage) or
+        Raises BagError (bag exists), ValueError (storage, discovery period) or
         ParameterException (a parameter of the wrong type).
         """
         self._writer: BagWriter | None = None  # destroy_node() may run before the bag opens
@@ -61,17 +69,20 @@ class RecorderNode(Node):
             self.declare_parameter(name, default,
                                    ParameterDescriptor(description=description, read_only=True))
         value = {name: self.get_parameter(name).value for name, _, _ in PARAMS}
+        if not value['discovery_period_s'] > 0.0:
+            raise ValueError(f'discovery_period_s: must be > 0 s, got '
+                             f'{value["discovery_period_s"]!r}')
         bag_path = value['bag_path'] or time.strftime('wm_%Y_%m_%d-%H_%M_%S')
         self._writer = BagWriter(bag_path, value['storage'])
+        self._wanted = list(dict.fromkeys(self.resolve_topic_name(t) for t in value['topics']))
+        self._subscribed: dict[str, tuple[str, QoSProfile]] = {}
+        self._publishers_seen: dict[str, set[str]] = {}
         self._reported: set[str] = set()
-        self._subscribe(ContextFrame, FRAME_TYPE, value['frame_topic'],
-                        frame_qos_for_recording(), latched=True)
-        self._subscribe(EvictionBatch, EVICTION_BATCH_TYPE, value['evictions_topic'],
-                        stream_qos())
-        if value['diagnostics_topic']:
-            self._subscribe(DiagnosticArray, DIAGNOSTICS_TYPE, value['diagnostics_topic'],
-                            diagnostics_qos())
-        self.get_logger().info(f'recording to {self._writer.path} ({value["storage"]})')
+        self._discover()
+        self.create_timer(value['discovery_period_s'], self._discover,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.get_logger().info(f'recording to {self._writer.path} ({value["storage"]}): '
+                               f'{", ".join(self._wanted)}')
 
     @property
     def bag_path(self):
@@ -80,23 +91,67 @@ class RecorderNode(Node):
 
     @property
     def counts(self) -> dict[str, int]:
-        """Return {topic: messages written} so far."""
-        return dict(self._writer.counts)
-
-    def record_topic(self, topic: str, msg_class, msgtype: str, qos,
-                     latched: bool = False) -> None:
-        """Record one more topic (before the run starts); `latched` replays it transient local."""
-        self._subscribe(msg_class, msgtype, topic, qos, latched)
+        """Return {topic: messages written} so far for every wanted topic."""
+        return {topic: self._writer.counts.get(topic, 0) for topic in self._wanted}
 
     def set_custom_data(self, key: str, value: str) -> None:
         """Store `key: value` in the bag's metadata (the demo stores its seed and drops)."""
         self._writer.set_custom_data(key, value)
 
-    def _subscribe(self, msg_class, msgtype: str, topic: str, qos, latched: bool = False) -> None:
-        topic = self.resolve_topic_name(topic)
-        self._writer.add_topic(topic, msgtype, latched=latched)
+    @property
+    def waiting_for(self) -> list[str]:
+        """Return the wanted topics that have no publisher in the graph yet."""
+        return [topic for topic in self._wanted if topic not in self._subscribed]
+
+    def _discover(self) -> None:
+        """Subscribe to wanted topics that appeared; note publishers that joined later."""
+        if self._writer is None or self._writer.closed:
+            return
+        types = dict(self.get_topic_names_and_types())
+        for topic in self._wanted:
+            offers = self._offers(topic)
+            if topic in self._subscribed:
+                self._note_new_publishers(topic, offers)
+            elif offers and len(types.get(topic, ())) == 1:
+                self._subscribe(topic, types[topic][0], offers)
+            elif len(types.get(topic, ())) > 1:
+                self._report_once(topic, f'{topic}: several types {types[topic]}; not recorded')
+
+    def _offers(self, topic: str) -> dict[str, Qos]:
+        """Return {publisher gid: offered QoS} of `topic`'s publishers in the graph."""
+        return {_gid(info): bag_qos(info.qos_profile)
+                for info in self.get_publishers_info_by_topic(topic)}
+
+    def _subscribe(self, topic: str, msgtype: str, offers: dict[str, Qos]) -> None:
+        try:
+            msg_class = message_class(msgtype)
+            self._writer.add_topic(topic, msgtype, offers=list(offers.values()))
+        except (BagError, ImportError, AttributeError) as err:
+            self._report_once(topic, f'{topic}: not recorded: {err}')
+            return
+        reliability, durability = adapted_qos(list(offers.values()))
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=HISTORY_DEPTH,
+                         reliability=ReliabilityPolicy[reliability.name],
+                         durability=DurabilityPolicy[durability.name])
         self.create_subscription(msg_class, topic,
                                  lambda data: self._on_message(topic, msgtype, data), qos, raw=True)
+        self._subscribed[topic] = (msgtype, qos)
+        self._publishers_seen[topic] = set(offers)
+        self.get_logger().info(f'subscribed to {topic} [{msgtype}]: {reliability.name.lower()}, '
+                               f'{durability.name.lower()} ({len(offers)} publisher(s))')
+
+    def _note_new_publishers(self, topic: str, offers: dict[str, Qos]) -> None:
+        """Add a later publisher's QoS to the metadata; warn when it cannot reach the bag."""
+        _, qos = self._subscribed[topic]
+        for gid in set(offers) - self._publishers_seen[topic]:
+            self._publishers_seen[topic].add(gid)
+            offer = offers[gid]
+            self._writer.add_offer(topic, offer)
+            if (qos.reliability == ReliabilityPolicy.RELIABLE
+                    and offer.reliability != QosReliability.RELIABLE):
+                self.get_logger().warning(f'{topic}: a best-effort publisher joined after the '
+                                          'reliable subscription was made: its messages are '
+                                          'not recorded')
 
     def _on_message(self, topic: str, msgtype: str, data: bytes) -> None:
         try:
@@ -108,12 +163,20 @@ class RecorderNode(Node):
             self._reported.add(topic)
             self.get_logger().info(f'first message on {topic} recorded')
 
+    def _report_once(self, topic: str, message: str) -> None:
+        if topic not in self._reported:
+            self._reported.add(topic)
+            self.get_logger().error(message)
+
     def close(self) -> None:
         """Finish the bag (index and metadata.yaml) and log what it holds; idempotent."""
         if self._writer is None or self._writer.closed:
             return
         self._writer.close()
         held = ', '.join(f'{count} on {topic}' for topic, count in self._writer.counts.items())
+        missing = self.waiting_for
+        if missing:
+            held += f'; never published: {", ".join(missing)}'
         # After an external shutdown the context is down and /rosout unusable: console only.
         logger = self.get_logger() if self.context.ok() else rclpy.logging.get_logger('recorder')
         logger.info(f'bag {self._writer.path} closed: {held}')
@@ -124,11 +187,31 @@ class RecorderNode(Node):
         super().destroy_node()
 
 
-def frame_qos_for_recording():
-    """Return the frame QoS (latched) with a deeper reader history, see FRAME_HISTORY."""
-    qos = frame_qos()
-    qos.depth = FRAME_HISTORY
-    return qos
+def message_class(msgtype: str):
+    """Return the Python class of a ROS type name such as 'nav_msgs/msg/Odometry'."""
+    package, kind, name = msgtype.split('/')
+    return getattr(importlib.import_module(f'{package}.{kind}'), name)
+
+
+def _duration(duration) -> QosTime:
+    nanoseconds = duration.nanoseconds
+    return QosTime(nanoseconds // 1_000_000_000, nanoseconds % 1_000_000_000)
+
+
+def bag_qos(profile: QoSProfile) -> Qos:
+    """Return an rclpy QoS profile as the rosbag2 metadata record of an offered QoS."""
+    return Qos(history=QosHistory[HistoryPolicy(profile.history).name],
+               depth=profile.depth,
+               reliability=QosReliability[ReliabilityPolicy(profile.reliability).name],
+               durability=QosDurability[DurabilityPolicy(profile.durability).name],
+               deadline=_duration(profile.deadline), lifespan=_duration(profile.lifespan),
+               liveliness=QosLiveliness[LivelinessPolicy(profile.liveliness).name],
+               liveliness_lease_duration=_duration(profile.liveliness_lease_duration),
+               avoid_ros_namespace_conventions=profile.avoid_ros_namespace_conventions)
+
+
+def _gid(info) -> str:
+    return bytes(info.endpoint_gid).hex()
 
 
 def main(args: list[str] | None = None) -> int:

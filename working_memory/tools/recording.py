@@ -1,4 +1,4 @@
-"""A recorded run as plain records: frames, evictions, readmissions, diagnostics from a bag.
+"""A recorded run as plain records: frames, evictions, readmissions, diagnostics, decisions.
 
 This module is the only tools code that reads message fields; everything after it
 works on the frozen records below. Times are float seconds of ROS time.
@@ -6,6 +6,7 @@ works on the frozen records below. Times are float seconds of ROS time.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -13,7 +14,7 @@ from typing import Mapping
 import numpy as np
 
 from working_memory.tools.bag import (DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE, EVICTION_TYPE,
-                                      FRAME_TYPE, BagError, BagReader)
+                                      FRAME_TYPE, BagError, BagReader, full_typestore)
 
 EVENT_TYPE = 'working_memory/msg/LogEvent'
 MISSING_TYPE = 'working_memory/msg/MissingItem'
@@ -94,7 +95,9 @@ class PackRecord:
 class FrameRecord:
     """One tick's frozen frame, packs in manifest order.
 
-    `stamp` is the tick time, `received` when the recorder got it (bag time) [s].
+    `stamp` is the tick time, `received` when the recorder got it (bag time) [s];
+    `stamp_ns` the tick time [ns] as the node had it. `inputs` is the node's receipt:
+    {input topic: messages received before the tick} (empty in bags made before it existed).
     """
 
     tick: int
@@ -102,6 +105,8 @@ class FrameRecord:
     received: float
     digest: str
     packs: Mapping[str, PackRecord]
+    stamp_ns: int = 0
+    inputs: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +156,7 @@ class Recording:
     evictions: tuple[EvictionRecord, ...] = ()
     diagnostics: tuple[DiagnosticRecord, ...] = ()
     readmissions: tuple[ReadmissionRecord, ...] = ()
+    frame_topic: str = ''
     _by_tick: dict[int, FrameRecord] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -250,7 +256,8 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
                 diagnostics.extend(diagnostic_records(message.msg, message.stamp_ns * 1e-9, names))
     return Recording(Path(path), tuple(frames[tick] for tick in sorted(frames)),
                      tuple(sorted(evictions, key=lambda e: (e.tick, e.stamp))), tuple(diagnostics),
-                     tuple(sorted(readmissions, key=lambda r: r.tick)))
+                     readmissions=tuple(sorted(readmissions, key=lambda r: r.tick)),
+                     frame_topic=frames_at)
 
 
 def pick_topic(reader: BagReader, msgtypes: str | tuple[str, ...], topic: str | None,
@@ -302,7 +309,10 @@ def frame_record(msg, received: float, names: ConstantNames) -> FrameRecord:
     """Convert a ContextFrame message received at `received` [s]."""
     packs = {pack.cabin: pack_record(pack, names, f'tick {msg.tick} cabin {pack.cabin}')
              for pack in msg.packs}
-    return FrameRecord(int(msg.tick), seconds(msg.header.stamp), received, msg.digest, packs)
+    stamp = msg.header.stamp
+    inputs = {count.topic: int(count.received) for count in getattr(msg, 'inputs', ())}
+    return FrameRecord(int(msg.tick), seconds(stamp), received, msg.digest, packs,
+                       stamp.sec * 1_000_000_000 + stamp.nanosec, inputs)
 
 
 def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:
@@ -340,3 +350,125 @@ def diagnostic_records(msg, received: float, names: ConstantNames) -> list[Diagn
     return [DiagnosticRecord(stamp, received, status.name, names.name(STATUS_TYPE, status.level),
                              status.message, {kv.key: kv.value for kv in status.values})
             for status in msg.status]
+
+
+# -- the whole loop: inputs, configuration and decisions ----------------------
+
+DECISION_TYPE = 'working_memory/msg/DecisionStatus'
+PARAMETER_EVENT_TYPE = 'rcl_interfaces/msg/ParameterEvent'
+PARAMETER_TYPE = 'rcl_interfaces/msg/ParameterType'
+# The node's inputs by type, for bags whose frames carry no receipt naming them.
+INPUT_TYPES = ('working_memory/msg/BoardUpdate', EVENT_TYPE, 'nav_msgs/msg/OccupancyGrid',
+               'nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseStamped')
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """One DecisionStatus: what `cabin` decided on the frame (tick, digest); times [s].
+
+    `detail` is the decoded JSON detail (None when empty or not JSON).
+    """
+
+    stamp: float
+    received: float
+    cabin: str
+    tick: int
+    digest: str
+    decision: str
+    detail: object
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterChange:
+    """One ParameterEvent of `node`, stamped `stamp_ns` [ns] by the node's clock when set.
+
+    The node's clock also stamps its frames, so the stamp orders a change among the ticks
+    (the bag's receive order does not: the recorder drains a burst of events while
+    frames arrive). `values` maps each new or changed parameter to its value; a deleted
+    or unset one to None.
+    """
+
+    stamp_ns: int
+    node: str
+    values: Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A bag of the whole loop: the recording, the input messages, configuration, decisions.
+
+    `inputs` holds each input topic's messages (rosbags objects, bag order) with their
+    bag time [ns]; `event_kinds` the LogEvent kind constants as the bag defines them;
+    `undecodable` counts, per topic, messages rosbags could not decode (left out).
+    """
+
+    recording: Recording
+    inputs: Mapping[str, tuple[tuple[int, object], ...]]
+    input_types: Mapping[str, str]
+    parameters: tuple[ParameterChange, ...]
+    decisions: tuple[DecisionRecord, ...]
+    event_kinds: Mapping[int, str]
+    undecodable: Mapping[str, int] = field(default_factory=dict)
+    parameter_topics: tuple[str, ...] = ()
+
+
+def load_run(path: str | Path, recording: Recording | None = None) -> Run:
+    """Load everything a replay needs from the bag at `path` (and `recording`, if loaded)."""
+    recording = recording or load_recording(path)
+    with BagReader(path) as reader:
+        topics = reader.topics
+        # The node names its inputs in every frame's receipt.
+        named = {topic for frame in recording.frames for topic in frame.inputs}
+        input_topics = sorted(named & set(topics) if named else
+                              (t for t, typ in topics.items() if typ in INPUT_TYPES))
+        decision_topics = [t for t, typ in topics.items() if typ == DECISION_TYPE]
+        parameter_topics = [t for t, typ in topics.items() if typ == PARAMETER_EVENT_TYPE]
+        reader.register(input_topics + decision_topics + parameter_topics)
+        kinds = reader.constant_names(EVENT_TYPE)
+        value_fields = _parameter_value_fields()
+        inputs: dict[str, list] = {topic: [] for topic in input_topics}
+        decisions, parameters = [], []
+        for message in reader.messages(input_topics + decision_topics + parameter_topics,
+                                       skip_undecodable=True):
+            if message.topic in inputs:
+                inputs[message.topic].append((message.stamp_ns, message.msg))
+            elif message.msgtype == DECISION_TYPE:
+                decisions.append(decision_record(message.msg, message.stamp_ns * 1e-9))
+            else:
+                parameters.append(parameter_change(message.msg, value_fields))
+        undecodable = dict(reader.undecodable)
+    return Run(recording, {topic: tuple(messages) for topic, messages in inputs.items()},
+               {topic: topics[topic] for topic in input_topics}, tuple(parameters),
+               tuple(decisions), kinds, undecodable, tuple(parameter_topics))
+
+
+def decision_record(msg, received: float) -> DecisionRecord:
+    """Convert a DecisionStatus received at `received` [s]."""
+    try:
+        detail = json.loads(msg.detail) if msg.detail else None
+    except ValueError:
+        detail = None
+    return DecisionRecord(seconds(msg.header.stamp), received, msg.cabin, int(msg.tick),
+                          msg.digest, msg.decision, detail)
+
+
+def _parameter_value_fields() -> dict[int, str | None]:
+    """Return {ParameterType constant: ParameterValue field} ('bool_value', ...; None: unset)."""
+    consts, _ = full_typestore().fielddefs[PARAMETER_TYPE]
+    return {value: None if name == 'PARAMETER_NOT_SET'
+            else name.removeprefix('PARAMETER_').lower() + '_value'
+            for name, _, value in consts}
+
+
+def parameter_change(msg, value_fields: Mapping[int, str | None]) -> ParameterChange:
+    """Convert a ParameterEvent."""
+    values: dict[str, object] = {}
+    for parameter in (*msg.new_parameters, *msg.changed_parameters):
+        field_name = value_fields.get(int(parameter.value.type))
+        value = None if field_name is None else getattr(parameter.value, field_name)
+        values[parameter.name] = value.tolist() if isinstance(value, np.ndarray) else (
+            list(value) if isinstance(value, (list, tuple)) else value)
+    for parameter in msg.deleted_parameters:
+        values[parameter.name] = None
+    stamp = msg.stamp
+    return ParameterChange(stamp.sec * 1_000_000_000 + stamp.nanosec, msg.node, values)

@@ -1,0 +1,208 @@
+"""From a fault to a better manifest, on recorded closed-loop runs of the delivery demo.
+
+The runs (`recorded_run`, once per session) record the whole loop; everything after
+the recording is offline: replay through the core, suggest, doctor.
+"""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from working_memory.tools import inspect
+from working_memory.tools.doctor import doctor
+from working_memory.tools.recording import load_run
+from working_memory.tools.replay import agreement, recorded_settings, replay
+from working_memory.tools.suggest import suggest
+
+WHOLE_LOOP = {'/board', '/log', '/map', '/odom', '/clock', '/parameter_events',
+              '/working_memory/frame', '/working_memory/evictions', '/diagnostics',
+              '/planner/status', '/executor/status', '/monitor/status'}
+
+
+def suggestions(bag, cabin=None):
+    run = load_run(bag)
+    return suggest(run, recorded_settings(run), cabin)
+
+
+@pytest.mark.parametrize('name', ['baseline', 'no_constraints', 'no_doors'])
+def test_a_recorded_demo_run_replays_to_full_digest_agreement(recorded_run, name, capsys):
+    _, bag = recorded_run(name)
+    run = load_run(bag)
+    result = agreement(run, recorded_settings(run))
+
+    assert result.ticks == len(run.recording.frames) > 10
+    assert result.mismatches == (), result.mismatches[:3]
+    assert inspect.main(['replay', str(bag)]) == 0
+    assert '(100.0 %)' in capsys.readouterr().out
+
+
+def test_the_demo_bag_holds_the_whole_loop_and_reads_with_an_independent_mcap_reader(
+        recorded_run):
+    mcap_reader = pytest.importorskip('mcap.reader', reason='the mcap package is not installed')
+    _, bag = recorded_run('baseline')
+    (path,) = bag.glob('*.mcap')
+    counts = {}
+    with open(path, 'rb') as stream:
+        reader = mcap_reader.make_reader(stream)
+        channels = {channel.topic: channel for channel in reader.get_summary().channels.values()}
+        for _, channel, _ in reader.iter_messages():
+            counts[channel.topic] = counts.get(channel.topic, 0) + 1
+    assert set(channels) == WHOLE_LOOP
+    assert all(counts.get(topic) for topic in WHOLE_LOOP), counts
+    assert channels['/working_memory/frame'].message_encoding == 'cdr'
+    metadata = yaml.safe_load((bag / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+    offered = {t['topic_metadata']['name']: t['topic_metadata']['offered_qos_profiles']
+               for t in metadata['topics_with_message_count']}
+    # The map is latched (transient local) and reliable as map_server publishes it.
+    (map_qos,) = offered['/map']
+    assert (map_qos['durability'], map_qos['reliability']) == ('transient_local', 'reliable')
+
+
+def test_suggest_recovers_the_dropped_constraint_for_the_planner(recorded_run):
+    _, bag = recorded_run('no_constraints')
+    result = suggestions(bag, 'planner')
+
+    (decision,) = result.decisions
+    assert decision.kind == 'alarm' and 'constraint_validation' in decision.summary
+    top = result.findings[0]
+    assert (top.cabin, top.key, top.reason) == ('planner', 'safety:zone/high_voltage',
+                                                'INJECTED_DROP')
+    assert 'safety:*' not in result.patch['planner']['drop']
+    assert 'safety:*' in result.patch['planner']['required']
+    assert result.check.passed, result.check
+    assert result.check.present[('planner', 'safety:zone/high_voltage')] == (
+        len(decision.ticks), len(decision.ticks))
+
+
+def test_suggest_proposes_door_glob_for_an_executor_manifest_without_it(recorded_run, tmp_path,
+                                                                        capsys):
+    outcome, bag = recorded_run('no_doors')
+    assert outcome.collisions >= 1 and not outcome.delivered  # it drove into the closed door
+    result = suggestions(bag)
+
+    assert [d.kind for d in result.decisions] == ['repeated failure']
+    top = result.findings[0]
+    assert (top.cabin, top.key, top.reason) == ('executor', 'door:main', 'NOT_IN_MANIFEST')
+    assert result.patch == {'executor': {'board_keys': [
+        'action:*', 'pose', 'route', 'goal:*', 'safety:*', 'door:*']}}
+    assert result.check.passed, result.check
+
+    patch = tmp_path / 'patch.yaml'
+    assert inspect.main(['suggest', str(bag), '--cabin', 'executor', '--out', str(patch)]) == 0
+    capsys.readouterr()
+    assert inspect.main(['replay', str(bag), '--manifests', str(patch), '--cabin',
+                         'executor']) == 0
+    text = capsys.readouterr().out
+    assert '+ door:main: present at ticks 1-' in text, text
+
+
+def test_suggest_proposes_nothing_on_the_baseline_run(recorded_run, capsys):
+    _, bag = recorded_run('baseline')
+    result = suggestions(bag)
+
+    assert (result.decisions, result.findings, result.patch) == ((), (), {})
+    assert inspect.main(['suggest', str(bag)]) == 0
+    assert 'nothing to suggest' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize('name, item, reason', [
+    ('no_constraints', 'safety:zone/high_voltage', 'INJECTED_DROP'),
+    ('no_doors', 'door:main', 'NOT_IN_MANIFEST')])
+def test_doctor_names_the_missing_item_and_says_it_found_something(recorded_run, capsys, name,
+                                                                   item, reason):
+    _, bag = recorded_run(name)
+    assert inspect.main(['doctor', str(bag)]) == inspect.FINDS
+    text = capsys.readouterr().out
+    assert f'lacked {item}: {reason}' in text, text
+    assert 'found: suddenly dumb' in text
+
+
+def test_doctor_finds_nothing_on_the_baseline_and_shows_how_far_scopes_would_shrink(
+        recorded_run, capsys):
+    _, bag = recorded_run('baseline')
+    run = load_run(bag)
+    result = doctor(run, recorded_settings(run))
+
+    assert not result.found
+    assert not result.drift.tearing and not result.drift.unfrozen
+    # Capacity 40 is tight on purpose: the 30 sensor readings are the cheapest to narrow.
+    cheapest = result.pressure.shrinks[0]
+    assert (cheapest.scope.cabin, cheapest.scope.name) == ('monitor', 'board_keys sensor:*')
+    assert cheapest.evictions < result.pressure.evictions and not cheapest.alarm_ticks
+    assert inspect.main(['doctor', str(bag)]) == 0
+    assert 'found: nothing' in capsys.readouterr().out
+
+
+SOURCE = Path(__file__).resolve().parents[2]
+# A clean interpreter: the pip-installed copy first; ROS and the source tree unreachable.
+WITHOUT_ROS = """
+import importlib.abc, sys
+BLOCKED = ('rclpy', 'ament_index_python', 'working_memory.msg', 'rosidl_runtime_py')
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.startswith(BLOCKED):
+            raise ModuleNotFoundError(name + ' is blocked: no ROS here')
+sys.meta_path.insert(0, Block())
+sys.path = [{target!r}] + [p for p in sys.path if not p.startswith({source!r})]
+from working_memory.tools import bag, inspect
+assert bag.msg_dir().is_relative_to({target!r}), bag.msg_dir()
+sys.exit(inspect.main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture(scope='module')
+def pip_installed(tmp_path_factory):
+    """Return the folder a non-editable `pip install --target .` put the package in.
+
+    The dependencies (numpy, PyYAML, rosbags) are this venv's; pip builds the wheel in
+    an isolated environment, fetching setuptools and wheel from the package index.
+    """
+    if importlib.util.find_spec('pip') is None:
+        pytest.skip('pip is not installed')
+    target = tmp_path_factory.mktemp('site')
+    result = subprocess.run(
+        [sys.executable, '-m', 'pip', 'install', '--quiet', '--no-deps', '--target',
+         str(target), str(SOURCE)], capture_output=True, text=True)
+    if result.returncode and 'setuptools' in result.stderr and 'satisf' in result.stderr:
+        pytest.skip('no package index to build the wheel with: ' + result.stderr[-200:])
+    assert result.returncode == 0, result.stderr
+    return target
+
+
+@pytest.mark.parametrize('command, name, expected', [
+    (['replay'], 'baseline', '(100.0 %)'),
+    (['suggest', '--cabin', 'planner'], 'no_constraints', 'safety:zone/high_voltage'),
+    (['doctor'], 'no_doors', 'lacked door:main: NOT_IN_MANIFEST')])
+def test_a_plain_pip_install_works_on_the_bag_without_ros(pip_installed, recorded_run, command,
+                                                          name, expected, tmp_path):
+    _, bag = recorded_run(name)
+    script = WITHOUT_ROS.format(source=str(SOURCE), target=str(pip_installed))
+    result = subprocess.run([sys.executable, '-I', '-c', script, command[0], str(bag),
+                             *command[1:]], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode in (0, inspect.FINDS), result.stderr
+    assert expected in result.stdout, result.stdout
+    assert (pip_installed / 'share' / 'working_memory' / 'config' / 'working_memory.yaml').is_file()
+
+
+def test_the_node_accepts_the_suggested_patch_after_its_own_params_file(recorded_run, context,
+                                                                        tmp_path):
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from working_memory.demo.scenario import default_params_file
+    from working_memory.ros.node import WorkingMemoryNode
+    from working_memory.tools.suggest import patch_yaml
+
+    _, bag = recorded_run('no_doors')
+    result = suggestions(bag)
+    patch = tmp_path / 'patch.yaml'
+    patch.write_text(patch_yaml(result, result.settings.node))
+    node = WorkingMemoryNode(context=context, cli_args=[
+        '--ros-args', '--params-file', str(default_params_file()), '--params-file', str(patch)])
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert 'door:*' in node.get_parameter('cabins.executor.board_keys').value
+    finally:
+        node.destroy_node()

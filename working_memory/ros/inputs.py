@@ -1,0 +1,173 @@
+"""The node's inputs read from message fields into core types, without importing ROS.
+
+The node (through `ros/conversions.py`) and the offline replay (`tools/replay.py`,
+which reads the same messages from a bag with rosbags) call these same functions,
+so a replayed input becomes exactly the core value the node made of it. They only
+read attributes (duck typing): an rclpy message and a rosbags message both work.
+Each raises ValueError naming the message field at fault.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from working_memory.core.gridmap import GridMap
+from working_memory.core.items import BoardEntry, Event, EventKind
+
+# -- time ------------------------------------------------------------------
+
+
+def seconds_from_time(stamp) -> float:
+    """Return a builtin_interfaces/Time as float seconds."""
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def seconds_from_duration(duration) -> float:
+    """Return a builtin_interfaces/Duration as float seconds."""
+    return duration.sec + duration.nanosec * 1e-9
+
+
+def stamp_or(stamp, fallback: float) -> float:
+    """Return `stamp` in seconds, or `fallback` [s] when the sender left it zero."""
+    return seconds_from_time(stamp) if stamp.sec or stamp.nanosec else fallback
+
+
+def importance_from_msg(value: float) -> float | None:
+    """Return a message importance, NaN meaning 'use the manifest weight' (None)."""
+    return None if math.isnan(value) else value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f'{name} is not a JSON number (RFC 8259)')
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f'{text} is out of the range of a finite number')
+    return number
+
+
+def json_field(text: str, what: str) -> Any:
+    """Parse strict JSON `text` (RFC 8259: no NaN, Infinity, -Infinity), ValueError naming `what`."""
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except ValueError as error:
+        raise ValueError(f'{what}: not valid JSON ({error}): {text[:80]!r}') from None
+
+# -- board -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BoardBatch:
+    """A BoardUpdate as core types; `errors` names each entry that was rejected."""
+
+    entries: tuple[BoardEntry, ...]
+    removed_keys: tuple[str, ...]
+    errors: tuple[str, ...]
+
+
+def board_batch_from_msg(msg, now: float) -> BoardBatch:
+    """Convert a BoardUpdate, rejecting bad entries one by one (the rest still apply).
+
+    An entry stamp of zero falls back to the header stamp, then to `now` [s]
+    (receive time): a board owner that does not stamp still gets ttl handling.
+    """
+    received = stamp_or(msg.header.stamp, now)
+    entries, errors = [], []
+    for index, entry in enumerate(msg.entries):
+        try:
+            entries.append(board_entry_from_msg(entry, received))
+        except ValueError as error:
+            errors.append(f'entries[{index}] {error}')
+    removed = tuple(msg.removed_keys)
+    if not all(removed):
+        errors.append('removed_keys: empty key ignored')
+        removed = tuple(key for key in removed if key)
+    return BoardBatch(tuple(entries), removed, tuple(errors))
+
+
+def board_entry_from_msg(entry, received: float) -> BoardEntry:
+    """Convert one BoardEntry message, raising ValueError naming the key and field."""
+    value = json_field(entry.value, f'board entry {entry.key!r}: value')
+    return BoardEntry(key=entry.key, value=value, stamp=stamp_or(entry.stamp, received),
+                      importance=importance_from_msg(entry.importance),
+                      ttl=seconds_from_duration(entry.ttl), tags=tuple(entry.tags))
+
+# -- log -------------------------------------------------------------------
+
+
+def event_kinds(constants: Mapping[int, str]) -> dict[int, EventKind]:
+    """Return {LogEvent kind constant: EventKind} from {value: constant name}."""
+    return {value: EventKind(name) for value, name in constants.items()
+            if name in EventKind.__members__}
+
+
+def event_from_msg(msg, now: float, kinds: Mapping[int, EventKind]) -> Event:
+    """Convert a LogEvent, raising ValueError naming the field; a zero stamp means `now` [s].
+
+    `kinds` maps the message's kind constants to EventKind (see `event_kinds`).
+    """
+    kind = kinds.get(msg.kind)
+    if kind is None:
+        raise ValueError(f'log event {msg.key!r}: kind {msg.kind} is not one of '
+                         f'{sorted(kinds)} ({", ".join(k.value for k in EventKind)})')
+    detail = json_field(msg.detail, f'log event {msg.key!r}: detail') if msg.detail else None
+    return Event(stamp=stamp_or(msg.header.stamp, now), kind=kind, source=msg.source,
+                 key=msg.key, detail=detail, importance=importance_from_msg(msg.importance),
+                 tags=tuple(msg.tags))
+
+# -- map -------------------------------------------------------------------
+
+
+def grid_from_msg(msg, map_frame: str) -> GridMap:
+    """View an OccupancyGrid's cells without copying, raising ValueError on a malformed grid."""
+    info = msg.info
+    width, height = info.width, info.height
+    if msg.header.frame_id not in ('', map_frame):
+        raise ValueError(f'map: header.frame_id {msg.header.frame_id!r} is not map_frame '
+                         f'{map_frame!r}')
+    if width * height == 0 or len(msg.data) != width * height:
+        raise ValueError(f'map: data has {len(msg.data)} cells, info says '
+                         f'width {width} x height {height} = {width * height} (must be > 0)')
+    orientation = info.origin.orientation
+    if abs(orientation.x) > 1e-6 or abs(orientation.y) > 1e-6 or abs(orientation.z) > 1e-6:
+        raise ValueError('map: info.origin.orientation must be the identity '
+                         '(rotated maps are not supported)')
+    cells = np.frombuffer(msg.data, dtype=np.int8).reshape(height, width)
+    try:
+        return GridMap(cells, (info.origin.position.x, info.origin.position.y), info.resolution)
+    except ValueError as error:
+        raise ValueError(f'map: info.{error}') from None
+
+# -- pose ------------------------------------------------------------------
+
+
+def _xy_in_frame(header, pose, map_frame: str, topic: str) -> tuple[float, float]:
+    if header.frame_id not in ('', map_frame):
+        raise ValueError(f'{topic}: header.frame_id {header.frame_id!r} is not map_frame '
+                         f'{map_frame!r} (no TF lookup is done)')
+    x, y = pose.position.x, pose.position.y
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise ValueError(f'{topic}: pose.position must be finite, got ({x}, {y})')
+    return x, y
+
+
+def pose_from_odometry(msg, map_frame: str) -> tuple[float, float]:
+    """Return (x, y) [m] of a nav_msgs/Odometry given in `map_frame`."""
+    return _xy_in_frame(msg.header, msg.pose.pose, map_frame, 'odom')
+
+
+def pose_from_pose_stamped(msg, map_frame: str) -> tuple[float, float]:
+    """Return (x, y) [m] of a geometry_msgs/PoseStamped given in `map_frame`."""
+    return _xy_in_frame(msg.header, msg.pose, map_frame, 'pose')
+
+
+# The pose topics the node can take (`pose_source`), with their conversions.
+POSE_TOPICS = {'odometry': ('odom', pose_from_odometry),
+               'pose_stamped': ('pose', pose_from_pose_stamped)}

@@ -1,0 +1,591 @@
+"""Replay a recorded run offline through the core: the same inputs, the same ticks, the frames.
+
+The working-memory node stamps every frame with a receipt: per input topic, how
+many messages it had received when it froze the tick (`ContextFrame.inputs`).
+The replay applies exactly those recorded messages of each topic, in order,
+before each tick, at the recorded tick time, through the same input conversions
+(`ros/inputs.py`) and the same core (board mirror, event log, map, working set,
+assembler) the node used. An input that arrived between the recorder's copy and
+the tick is therefore no guess: the receipt says whether the tick saw it. Only
+the order within one topic matters (the board, the log and the map are
+independent), and that order is the publishers' own, which DDS keeps.
+
+The node's configuration comes from its parameter events in the bag
+(`/parameter_events`, recorded from before the node configured), else from a
+parameters file. What-if: `overrides` change any parameter (capacity, a cabin's
+manifest field, ...) before the replay; the replayed packs then say what would
+have been present or absent with the same inputs (the decisions, which would
+have changed the inputs, are not re-run).
+
+Needs only numpy, PyYAML and rosbags (no ROS): the core is used directly.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import yaml
+
+from working_memory.core.assembly import Assembler
+from working_memory.core.board import BoardSnapshot, BoardView
+from working_memory.core.eventlog import EventLog
+from working_memory.core.eviction import HalfLifeBlend, ImportanceLRU, WorkingSet
+from working_memory.core.frames import Frame
+from working_memory.core.gridmap import GridMap
+from working_memory.core.manifest import (Manifest, ManifestError, load_manifests,
+                                          manifests_from_params)
+from working_memory.ros import inputs
+from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, cabin_param_specs,
+                                       config_from_values, default_values, drop_param_spec)
+from working_memory.tools.bag import share_dir
+from working_memory.tools.recording import FrameRecord, PackRecord, Run, describe_ticks
+
+FRAME_SUFFIX = '/frame'
+DEFAULT_PARAMS = 'config/working_memory.yaml'
+
+
+class ReplayError(Exception):
+    """The run cannot be replayed (no configuration, a bad override); the message says why."""
+
+
+# -- configuration --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The node's parameter values (table names and `cabins.<cabin>.<field>`), and whence."""
+
+    values: Mapping[str, Any]
+    source: str
+    node: str
+
+    @property
+    def config(self) -> NodeConfig:
+        """Return the node configuration; ReplayError naming the parameter when invalid."""
+        try:
+            return config_from_values({**default_values(), **self.values})
+        except ValueError as error:
+            raise ReplayError(f'configuration ({self.source}): {error}') from None
+
+    def manifests(self) -> dict[str, Manifest]:
+        """Return the cabins' manifests as the node builds them (file cabins, then parameters)."""
+        config = self.config
+        values = self.values
+        manifests: dict[str, Manifest] = {}
+        try:
+            if config.manifests_file:
+                for name, manifest in load_manifests(config.manifests_file,
+                                                     self.node.lstrip('/')).items():
+                    drop = values.get(drop_param_spec(name, ()).name, manifest.drop)
+                    manifests[name] = dataclasses.replace(manifest, drop=tuple(drop))
+            if config.cabin_names:
+                cabins = {}
+                for name in config.cabin_names:
+                    prefix = f'{CABINS_PREFIX}{name}.'
+                    cabins[name] = {spec.name.removeprefix(prefix): values.get(spec.name,
+                                                                               spec.default)
+                                    for spec in cabin_param_specs(name)}
+                manifests.update(manifests_from_params(
+                    {'cabin_names': list(config.cabin_names), 'cabins': cabins}))
+        except (ManifestError, OSError) as error:
+            raise ReplayError(f'manifests ({self.source}): {error}') from None
+        return manifests
+
+    def with_values(self, changes: Mapping[str, Any], why: str) -> Settings:
+        """Return these settings with `changes`; new cabins join `cabin_names`."""
+        values = {**self.values, **changes}
+        names = list(values.get('cabin_names', ()))
+        for name in changes:
+            if name.startswith(CABINS_PREFIX):
+                cabin = name[len(CABINS_PREFIX):].partition('.')[0]
+                if cabin not in names:
+                    names.append(cabin)
+        values['cabin_names'] = names
+        return Settings(values, f'{self.source} + {why}', self.node)
+
+
+def flatten(mapping: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
+    """Return nested parameter mappings as dotted names, as ROS reads a params file."""
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f'{prefix}{key}.'))
+        else:
+            flat[f'{prefix}{key}'] = value
+    return flat
+
+
+def parameters_in_file(path: str | Path, node: str) -> dict[str, Any]:
+    """Return the dotted parameters of `node` in a params file (or a plain mapping of them).
+
+    Accepts the ROS layout (`<node>: ros__parameters:` or `/**: ros__parameters:`) and a
+    plain `cabins:` mapping such as `wm-inspect suggest` prints. ReplayError when unreadable.
+    """
+    try:
+        with open(path, encoding='utf-8') as stream:
+            document = yaml.safe_load(stream)
+    except (OSError, yaml.YAMLError) as error:
+        raise ReplayError(f'{path}: cannot read parameters: {error}') from None
+    if not isinstance(document, Mapping):
+        raise ReplayError(f'{path}: must hold a mapping of parameters')
+    for name in (node.lstrip('/'), node, '/**'):
+        section = document.get(name)
+        if isinstance(section, Mapping) and isinstance(section.get('ros__parameters'), Mapping):
+            return flatten(section['ros__parameters'])
+    if 'cabins' in document or 'capacity' in document:
+        return flatten(document)
+    raise ReplayError(f'{path}: no {node.lstrip("/")}.ros__parameters section and no '
+                      'top-level cabins mapping')
+
+
+def recorded_settings(run: Run, node: str | None = None,
+                      params_file: str | Path | None = None) -> Settings:
+    """Return the node's settings: its parameter events in the bag, else `params_file`.
+
+    Without parameter events and without a file the packaged config is used.
+    """
+    node = node or node_of(run)
+    changes = [change for change in run.parameters if change.node == node]
+    if changes and params_file is None:
+        values: dict[str, Any] = {}
+        for change in changes:
+            if change.stamp_ns > first_tick_ns(run):
+                break  # later changes are applied by the replay at their tick
+            values.update(change.values)
+        values = {name: value for name, value in values.items() if value is not None}
+        lost = sum(run.undecodable.get(topic, 0) for topic in run.parameter_topics)
+        return Settings(values, f'parameter events of {node} in the bag' + (
+            f' ({lost} undecodable, left out)' if lost else ''), node)
+    path = Path(params_file) if params_file is not None else share_dir() / DEFAULT_PARAMS
+    why = (f'{path}' if params_file is not None else
+           f'{path} (no parameter events of {node} in the bag)')
+    return Settings(parameters_in_file(path, node), why, node)
+
+
+def first_tick_ns(run: Run) -> int:
+    """Return the first recorded tick's time [ns] (0 without frames)."""
+    return run.recording.frames[0].stamp_ns if run.recording.frames else 0
+
+
+def node_of(run: Run) -> str:
+    """Return the working-memory node's name, from its frame topic ('/working_memory')."""
+    frame_topic = run.recording.frame_topic
+    return frame_topic[:-len(FRAME_SUFFIX)] if frame_topic.endswith(FRAME_SUFFIX) else frame_topic
+
+
+# -- replay ------------------------------------------------------------------
+
+
+@dataclass
+class Truth:
+    """What the node held at a tick: the board mirror, the event log, the map, the pose."""
+
+    board: BoardSnapshot
+    log: EventLog
+    grid: GridMap | None = None
+    pose: tuple[float, float] | None = None
+    rejected: list[str] = field(default_factory=list)
+
+    def view(self) -> BoardView:
+        """Return the board as it is now."""
+        return self.board.view()
+
+
+@dataclass(frozen=True)
+class Step:
+    """One replayed tick: the recorded frame, the replayed one, and the truth behind it.
+
+    `truth` and `working_set` are live: read them before asking for the next step.
+    """
+
+    recorded: FrameRecord
+    frame: Frame
+    truth: Truth
+    working_set: WorkingSet
+    manifests: Mapping[str, Manifest]
+    notes: tuple[str, ...]
+
+    @property
+    def agrees(self) -> bool:
+        """True when the replayed frame has the recorded digest."""
+        return self.frame.digest == self.recorded.digest
+
+
+class Replay:
+    """Feed a recorded run's inputs through the core, tick by tick; iterate with `steps()`."""
+
+    def __init__(self, run: Run, settings: Settings):
+        self.run = run
+        self.settings = settings
+        self.config = settings.config
+        self.manifests = settings.manifests()
+        self._kinds = inputs.event_kinds(run.event_kinds)
+        pose_topic, self._pose_convert = inputs.POSE_TOPICS.get(self.config.pose_source,
+                                                                (None, None))
+        self._pose_topic = None if pose_topic is None else '/' + pose_topic.lstrip('/')
+        self._stamps: dict[str, list[int]] = {}
+        # Per topic, ticks before whose frame the bag held a message the node took later.
+        self.late: dict[str, int] = {}
+
+    def steps(self) -> Iterator[Step]:
+        """Yield one Step per recorded frame, in tick order."""
+        config = self.config
+        policy = (HalfLifeBlend(config.half_life_s) if config.eviction_policy == 'half_life'
+                  else ImportanceLRU())
+        working_set = WorkingSet(config.capacity, config.size_budget, config.exempt_prefixes,
+                                 policy)
+        assembler = Assembler(self.manifests, working_set, pose_key=(
+            config.pose_key if config.pose_source == 'board' else None))
+        # One timeline, as in the node: the board mirror and the event log place each
+        # source stamp on the working set's timebase when it arrives.
+        timebase = working_set.timebase
+        truth = Truth(BoardSnapshot(timebase), EventLog(config.event_log_limit, timebase))
+        self._observe = _Observer(timebase)
+        applied = {topic: 0 for topic in self.run.inputs}
+        later = [change for change in self.run.parameters
+                 if change.node == self.settings.node]
+        for recorded in self.run.recording.frames:
+            notes = list(self._apply_inputs(truth, recorded, applied))
+            notes += self._runtime_changes(later, recorded, assembler)
+            frame = assembler.assemble(recorded.tick, recorded.stamp_ns * 1e-9, truth.board,
+                                       truth.log, truth.grid, truth.pose)
+            yield Step(recorded, frame, truth, working_set, assembler.manifests, tuple(notes))
+
+    def _apply_inputs(self, truth: Truth, recorded: FrameRecord,
+                      applied: dict[str, int]) -> Iterator[str]:
+        """Apply what the tick's receipt says the node had received; yield notes on gaps.
+
+        The bag's own order tells when the recorder got a message; the receipt tells
+        whether the node had it at the tick. More recorded before the frame than the
+        node had is an input that arrived between the two (the receipt places it
+        exactly); fewer means the bag lacks messages the node had.
+        """
+        frame_ns = recorded.received * 1e9
+        for topic, messages in self.run.inputs.items():
+            stamps = self._stamps.setdefault(topic, [stamp for stamp, _ in messages])
+            by_time = bisect.bisect_right(stamps, frame_ns)
+            wanted = recorded.inputs.get(topic, applied[topic]) if recorded.inputs else by_time
+            if wanted > len(messages):
+                undecodable = self.run.undecodable.get(topic, 0)
+                cause = (f'{undecodable} in the bag rosbags cannot decode' if undecodable
+                         else f'the recorder missed {wanted - len(messages)}')
+                yield (f'{topic}: the node had received {wanted} messages, the bag holds '
+                       f'{len(messages)} ({cause})')
+                wanted = len(messages)
+            elif wanted > by_time:
+                yield (f'{topic}: the node had received {wanted} messages, the bag only '
+                       f'{by_time} before this frame (missed by the recorder, or late to it)')
+            elif wanted < by_time:
+                self.late[topic] = self.late.get(topic, 0) + 1
+            for stamp_ns, msg in messages[applied[topic]:wanted]:
+                self._observe.receipt(msg, recorded.stamp_ns * 1e-9)
+                self._apply(truth, topic, msg, stamp_ns * 1e-9)
+            applied[topic] = max(applied[topic], wanted)
+        if not recorded.inputs:
+            yield 'no receipt in the frame: inputs applied by bag time (approximate)'
+
+    def _apply(self, truth: Truth, topic: str, msg, received: float) -> None:
+        """Apply one input message as the node's callback does (bad input is rejected)."""
+        msgtype = self.run.input_types[topic]
+        try:
+            if msgtype.endswith('/BoardUpdate'):
+                batch = inputs.board_batch_from_msg(msg, received)
+                truth.rejected += batch.errors
+                truth.board.apply(batch.entries, batch.removed_keys)
+            elif msgtype.endswith('/LogEvent'):
+                truth.log.append(inputs.event_from_msg(msg, received, self._kinds))
+            elif msgtype.endswith('/OccupancyGrid'):
+                truth.grid = inputs.grid_from_msg(msg, self.config.map_frame)
+            elif topic == self._pose_topic:
+                truth.pose = self._pose_convert(msg, self.config.map_frame)
+        except ValueError as error:
+            truth.rejected.append(f'{topic}: {error}')
+
+    def _runtime_changes(self, changes: list, recorded: FrameRecord,
+                         assembler: Assembler) -> list[str]:
+        """Apply parameter changes the node made at runtime before this tick (node clock)."""
+        notes = []
+        while changes and (changes[0].stamp_ns <= first_tick_ns(self.run)
+                           or changes[0].stamp_ns < recorded.stamp_ns):
+            change = changes.pop(0)
+            if change.stamp_ns <= first_tick_ns(self.run):
+                continue  # part of the configuration the replay started from
+            settings = self.settings.with_values(
+                {k: v for k, v in change.values.items() if v is not None}, 'runtime change')
+            assembler.set_limits(settings.config.capacity, settings.config.size_budget)
+            assembler.set_manifests(settings.manifests())
+            self.settings = settings
+            notes.append('parameters set at runtime: ' + ', '.join(
+                f'{k}={v!r}' for k, v in change.values.items()))
+        return notes
+
+
+class _Observer:
+    """Observe each input's arrival on the timebase, as the node does on receipt.
+
+    The node observes its clock when a message arrives; the bag holds the recorder's
+    receive time, which may run on another clock, so the replay observes the message's
+    own header stamp instead (the sender's time on the same sim or ROS clock), never
+    past the tick that took it and never backwards (a late message is no clock reset).
+    """
+
+    def __init__(self, timebase):
+        self._timebase = timebase
+        self._latest: float | None = None
+
+    def receipt(self, msg, tick_s: float) -> None:
+        header = getattr(msg, 'header', None)
+        if header is None:
+            return
+        stamp = min(inputs.seconds_from_time(header.stamp), tick_s)
+        if stamp > 0.0 and (self._latest is None or stamp > self._latest):
+            self._latest = stamp
+            self._timebase.observe(stamp)
+
+
+def replay(run: Run, settings: Settings) -> Iterator[Step]:
+    """Yield the replayed steps of `run` under `settings`."""
+    return Replay(run, settings).steps()
+
+
+# -- comparing packs ---------------------------------------------------------------
+
+
+def recorded_keys(pack: PackRecord) -> set[str]:
+    """Return the item keys of a recorded pack, events as `event:<KIND>:<key>@<stamp>`.
+
+    The map window counts as one key naming its size, `map <width>x<height> cells`.
+    """
+    height, width = pack.map_window.cells.shape
+    return ({item.key for item in pack.items}
+            | {f'event:{e.kind}:{e.key}@{e.stamp:.3f}' for e in pack.events}
+            | ({_map_key(width, height)} if pack.map_window.cells.size else set()))
+
+
+def replayed_keys(frame: Frame, cabin: str) -> set[str]:
+    """Return the keys of a replayed pack in the form of `recorded_keys`."""
+    pack = frame.packs.get(cabin)
+    if pack is None:
+        return set()
+    window = pack.map_window
+    return ({item.key for item in pack.items}
+            | {f'event:{e.kind.value}:{e.key}@{e.stamp:.3f}' for e in pack.events}
+            | ({_map_key(window.data.shape[1], window.data.shape[0])} if window is not None
+               else set()))
+
+
+def _map_key(width: int, height: int) -> str:
+    return f'map {width}x{height} cells'
+
+
+
+def pack_differences(step: Step) -> list[str]:
+    """Return, per cabin that disagrees, what the replayed pack has that the recorded lacks."""
+    lines = []
+    for cabin, recorded in step.recorded.packs.items():
+        replayed = step.frame.packs.get(cabin)
+        if replayed is None:
+            lines.append(f'{cabin}: no pack in the replay (cabin not in the manifests)')
+            continue
+        if replayed.digest == recorded.digest:
+            continue
+        extra = sorted(replayed_keys(step.frame, cabin) - recorded_keys(recorded))
+        lacking = sorted(recorded_keys(recorded) - replayed_keys(step.frame, cabin))
+        values = sorted(item.key for item in replayed.items
+                        if (old := recorded.item(item.key)) is not None
+                        and old.value != _json(item.value))
+        missing = ({(m.key, m.reason) for m in recorded.missing}
+                   ^ {(m.key, m.reason.value) for m in replayed.missing})
+        parts = [f'+{", +".join(extra)}' if extra else '',
+                 f'-{", -".join(lacking)}' if lacking else '',
+                 f'values differ: {", ".join(values)}' if values else '',
+                 f'missing differ: {sorted(missing)}' if missing else '']
+        lines.append(f'{cabin}: ' + ('; '.join(p for p in parts if p) or
+                                     'same keys and values (stamps, importance or map differ)'))
+    return lines
+
+
+def _json(value: Any) -> str:
+    """Return the compact JSON text the node publishes for an item value."""
+    return json.dumps(value, sort_keys=True, separators=(',', ':'))
+
+
+# -- agreement and what-if -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """A tick whose replayed frame differs from the recorded one, and what may explain it."""
+
+    tick: int
+    notes: tuple[str, ...]
+    differences: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How many recorded ticks the replay reproduced, and every tick it did not."""
+
+    ticks: int
+    agreeing: int
+    mismatches: tuple[Mismatch, ...]
+    late: Mapping[str, int] = field(default_factory=dict)   # see Replay.late
+
+    @property
+    def share(self) -> float:
+        """Return the share of agreeing ticks (1.0 for a run without frames)."""
+        return self.agreeing / self.ticks if self.ticks else 1.0
+
+
+def agreement(run: Run, settings: Settings) -> Agreement:
+    """Replay `run` and compare every replayed frame's digest with the recorded one."""
+    replayer = Replay(run, settings)
+    ticks = agreeing = 0
+    mismatches = []
+    for step in replayer.steps():
+        ticks += 1
+        if step.agrees:
+            agreeing += 1
+        else:
+            mismatches.append(Mismatch(step.recorded.tick, step.notes,
+                                       tuple(pack_differences(step))))
+    return Agreement(ticks, agreeing, tuple(mismatches), dict(replayer.late))
+
+
+@dataclass(frozen=True)
+class PackChange:
+    """A key present (`sign` '+') or absent ('-') in a cabin's what-if packs, unlike the recording.
+
+    `why` is the what-if pack's reason for an absent key at its first tick ('' if none).
+    """
+
+    cabin: str
+    key: str
+    sign: str
+    ticks: tuple[int, ...]
+    why: str = ''
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """What the changed core would have served, tick by tick, against the recording."""
+
+    ticks: int
+    changes: tuple[PackChange, ...]
+    alarm_ticks: tuple[int, ...]            # capacity alarm in the what-if
+    recorded_alarm_ticks: tuple[int, ...]   # capacity alarm in the exact replay
+    evictions: int
+    recorded_evictions: int
+
+
+def what_if(run: Run, recorded: Settings, changed: Settings,
+            cabin: str | None = None) -> WhatIf:
+    """Replay `run` with `changed` and exactly, side by side; compare packs with the recording."""
+    found: dict[tuple[str, str, str], list[int]] = {}
+    why: dict[tuple[str, str, str], str] = {}
+    alarms, recorded_alarms = [], []
+    evictions = recorded_evictions = ticks = 0
+    for exact, step in zip(replay(run, recorded), replay(run, changed)):
+        ticks += 1
+        tick = step.recorded.tick
+        evictions += len(step.frame.evictions)
+        recorded_evictions += len(exact.frame.evictions)
+        if step.frame.capacity_alarm:
+            alarms.append(tick)
+        if exact.frame.capacity_alarm:
+            recorded_alarms.append(tick)
+        for name, pack in step.recorded.packs.items():
+            if cabin is not None and name != cabin:
+                continue
+            then, now = recorded_keys(pack), replayed_keys(step.frame, name)
+            for sign, keys in (('+', now - then), ('-', then - now)):
+                for key in keys:
+                    found.setdefault((name, key, sign), []).append(tick)
+                    if sign == '-' and (name, key, sign) not in why:
+                        why[(name, key, sign)] = _absent_reason(step.frame, name, key)
+    changes = tuple(PackChange(name, key, sign, tuple(ticks_of), why.get((name, key, sign), ''))
+                    for (name, key, sign), ticks_of in sorted(found.items()))
+    return WhatIf(ticks, changes, tuple(alarms), tuple(recorded_alarms), evictions,
+                  recorded_evictions)
+
+
+def _absent_reason(frame: Frame, cabin: str, key: str) -> str:
+    """Return 'REASON: detail' for a key absent from a replayed pack ('' when not recorded)."""
+    pack = frame.packs.get(cabin)
+    if pack is None:
+        return 'cabin not configured'
+    for missing in pack.absent + pack.missing:
+        if missing.key == key:
+            return f'{missing.reason.value}: {missing.detail}'
+    return ''
+
+
+# -- text ---------------------------------------------------------------------------
+
+MISMATCHES_SHOWN = 10
+CHANGES_SHOWN = 12
+
+
+def tick_text(ticks) -> str:
+    """Return 'tick 4', 'ticks 4-9' or '5 ticks (1-3, 7, 9)' for ascending ticks."""
+    ticks = list(ticks)
+    text = describe_ticks(ticks)
+    if len(ticks) == 1:
+        return f'tick {text}'
+    if ',' in text:
+        head = ', '.join(text.split(', ')[:3])
+        more = ', ...' if text.count(',') > 2 else ''
+        return f'{len(ticks)} ticks ({head}{more})'
+    return f'ticks {text}'
+
+
+def format_agreement(result: Agreement, path: str | Path, settings: Settings) -> str:
+    """Return the share of agreeing digests and an explanation of every disagreement."""
+    lines = [f'replay of {path}: {result.ticks} ticks through the core; configuration from '
+             f'{settings.source}',
+             f'digests agree: {result.agreeing}/{result.ticks} ticks ({100 * result.share:.1f} %)']
+    for topic, ticks in result.late.items():
+        lines.append(f'  {topic}: at {ticks} tick(s) the bag held a message from before the '
+                     'frame that the node took only after the tick; the receipts placed it')
+    for mismatch in result.mismatches[:MISMATCHES_SHOWN]:
+        lines.append(f'  tick {mismatch.tick}: digest differs')
+        lines += [f'    input: {note}' for note in mismatch.notes]
+        lines += [f'    {difference}' for difference in mismatch.differences]
+        if not mismatch.notes:
+            lines.append('    no input gap or configuration change explains it: the replay '
+                         'and the node disagree (report it)')
+    if len(result.mismatches) > MISMATCHES_SHOWN:
+        lines.append(f'  ... and {len(result.mismatches) - MISMATCHES_SHOWN} more ticks')
+    return '\n'.join(lines)
+
+
+def format_what_if(result: WhatIf, path: str | Path, changed: Settings) -> str:
+    """Return per cabin which items the changed core would have served or not, by ticks."""
+    lines = [f'what-if replay of {path}: {changed.source}',
+             '(the recorded inputs through the changed core; the decisions are not re-run)']
+    by_cabin: dict[str, list[PackChange]] = {}
+    for change in result.changes:
+        by_cabin.setdefault(change.cabin, []).append(change)
+    if not by_cabin:
+        lines.append('every pack holds the same items as recorded')
+    for cabin, changes in by_cabin.items():
+        changes.sort(key=lambda c: (-len(c.ticks), c.key))
+        lines.append(f'{cabin}: {len(changes)} item(s) change')
+        for change in changes[:CHANGES_SHOWN]:
+            state = 'present' if change.sign == '+' else 'absent'
+            why = f' ({change.why})' if change.why else ''
+            lines.append(f'  {change.sign} {change.key}: {state} at {tick_text(change.ticks)}'
+                         f'{why}')
+        if len(changes) > CHANGES_SHOWN:
+            lines.append(f'  ... and {len(changes) - CHANGES_SHOWN} more')
+    lines.append(f'evictions: {result.evictions} (recorded {result.recorded_evictions})')
+    lines.append('capacity alarm: ' + (tick_text(result.alarm_ticks) if result.alarm_ticks
+                                       else 'never')
+                 + ' (recorded: ' + (tick_text(result.recorded_alarm_ticks)
+                                     if result.recorded_alarm_ticks else 'never') + ')')
+    return '\n'.join(lines)
