@@ -201,7 +201,7 @@ def executor_manifest_without_doors(path):
     import yaml
     from working_memory.demo.scenario import default_params_file
     document = yaml.safe_load(default_params_file().read_text())
-    executor = document['working_memory']['ros__parameters']['cabins']['executor']
+    executor = document['/**/working_memory']['ros__parameters']['cabins']['executor']
     executor['board_keys'] = [key for key in executor['board_keys'] if key != 'door:*']
     executor['weights'] = [weight for weight in executor['weights']
                            if not weight.startswith('door:')]

@@ -123,7 +123,7 @@ def flatten(mapping: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
 def parameters_in_file(path: str | Path, node: str) -> dict[str, Any]:
     """Return the dotted parameters of `node` in a params file (or a plain mapping of them).
 
-    Accepts the ROS layout (`<node>: ros__parameters:` or `/**: ros__parameters:`) and a
+    Accepts the ROS layout (`<node>:`, `/**/<node>:` or `/**:` with `ros__parameters:`) and a
     plain `cabins:` mapping such as `wm-inspect suggest` prints. ReplayError when unreadable.
     """
     try:
@@ -133,7 +133,8 @@ def parameters_in_file(path: str | Path, node: str) -> dict[str, Any]:
         raise ReplayError(f'{path}: cannot read parameters: {error}') from None
     if not isinstance(document, Mapping):
         raise ReplayError(f'{path}: must hold a mapping of parameters')
-    for name in (node.lstrip('/'), node, '/**'):
+    leaf = node.rsplit('/', 1)[-1]
+    for name in (node.lstrip('/'), node, f'/**/{leaf}', '/**'):
         section = document.get(name)
         if isinstance(section, Mapping) and isinstance(section.get('ros__parameters'), Mapping):
             return flatten(section['ros__parameters'])
