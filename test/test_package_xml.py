@@ -30,7 +30,7 @@ PYTHON_KEYS = {
     'rich': 'python3-rich',
 }
 # Imports without a rosdep key: package.xml cannot name them, so it must say so in a comment.
-NO_ROSDEP_KEY = {'rosbags', 'cachetools', 'pyte'}
+NO_ROSDEP_KEY = {'rosbags', 'cachetools', 'pyte', 'mcap'}
 # ROS packages imported under their own name (the rosdep key is the package name).
 ROS_PACKAGES = {
     'ament_flake8', 'ament_index_python', 'ament_pep257', 'launch', 'launch_pytest',

@@ -7,6 +7,7 @@ the outcome on their topics and stops them.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from working_memory.ros.share import share_path
 from working_memory.sim.conversions import json_from_string_msg
 from working_memory.sim.sim_node import SimWorldNode
 from working_memory.tools.recorder_node import RecorderNode
+from working_memory.tools.replay import PARAMETERS_KEY
 
 # What `--drop CABIN:CATEGORY` removes from a manifest; any other CATEGORY is taken as a
 # raw manifest drop entry (a key, a glob, "board:<glob>", "events:<KIND>" or "map").
@@ -59,6 +61,14 @@ RECORDED_TOPICS = ('/board', '/log', '/map', '/odom', '/clock', '/parameter_even
                    '/working_memory/markers')
 # [s] wall time the recorder may take to find the node's outputs before ticking starts.
 RECORDER_DISCOVERY_S = 10.0
+
+
+def parameter_snapshot(node: Node) -> dict:
+    """Return every parameter of `node` by name, as JSON-able values."""
+    names = node.list_parameters([], 0).names
+    return {parameter.name: (list(parameter.value) if isinstance(parameter.value, (list, tuple))
+                             or type(parameter.value).__name__ == 'array' else parameter.value)
+            for parameter in node.get_parameters(names)}
 
 
 def parse_drops(specs: list[str]) -> dict[str, tuple[str, ...]]:
@@ -229,6 +239,10 @@ class Scenario:
         if self.memory.trigger_configure() != TransitionCallbackReturn.SUCCESS:
             raise RuntimeError('working_memory node did not configure; see its log')
         if self.recorder is not None:
+            # The node declares its parameters when it is built, before the recorder can hear
+            # its parameter events: the configuration goes into the bag's metadata instead.
+            self.recorder.set_custom_data(PARAMETERS_KEY, json.dumps(parameter_snapshot(
+                self.memory)))
             # The node's outputs exist from configure on: record them from the first tick.
             deadline = time.monotonic() + RECORDER_DISCOVERY_S
             while self.recorder.waiting_for and time.monotonic() < deadline:

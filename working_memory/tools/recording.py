@@ -410,6 +410,7 @@ class Run:
     event_kinds: Mapping[int, str]
     undecodable: Mapping[str, int] = field(default_factory=dict)
     parameter_topics: tuple[str, ...] = ()
+    custom_data: Mapping[str, str] = field(default_factory=dict)
 
 
 def load_run(path: str | Path, recording: Recording | None = None) -> Run:
@@ -437,9 +438,10 @@ def load_run(path: str | Path, recording: Recording | None = None) -> Run:
             else:
                 parameters.append(parameter_change(message.msg, value_fields))
         undecodable = dict(reader.undecodable)
+        custom_data = reader.custom_data
     return Run(recording, {topic: tuple(messages) for topic, messages in inputs.items()},
                {topic: topics[topic] for topic in input_topics}, tuple(parameters),
-               tuple(decisions), kinds, undecodable, tuple(parameter_topics))
+               tuple(decisions), kinds, undecodable, tuple(parameter_topics), custom_data)
 
 
 def decision_record(msg, received: float) -> DecisionRecord:

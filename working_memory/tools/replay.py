@@ -144,23 +144,36 @@ def parameters_in_file(path: str | Path, node: str) -> dict[str, Any]:
                       'top-level cabins mapping')
 
 
+# The bag metadata (custom_data) key of the node's parameters at configure, as JSON.
+PARAMETERS_KEY = 'working_memory.parameters'
+
+
 def recorded_settings(run: Run, node: str | None = None,
                       params_file: str | Path | None = None) -> Settings:
-    """Return the node's settings: its parameter events in the bag, else `params_file`.
+    """Return the node's settings as the bag records them, else those of `params_file`.
 
-    Without parameter events and without a file the packaged config is used.
+    The bag holds the parameters at configure (metadata, PARAMETERS_KEY) and the
+    parameter events; those stamped before the first tick are part of the start.
+    With neither in the bag and without a file the packaged config is used.
     """
     node = node or node_of(run)
     changes = [change for change in run.parameters if change.node == node]
-    if changes and params_file is None:
+    snapshot = run.custom_data.get(PARAMETERS_KEY) if params_file is None else None
+    if (changes or snapshot) and params_file is None:
         values: dict[str, Any] = {}
+        try:
+            values.update(json.loads(snapshot) if snapshot else {})
+        except ValueError as error:
+            raise ReplayError(f'bag metadata {PARAMETERS_KEY}: not JSON ({error})') from None
+        source = (f'parameters of {node} at configure (bag metadata)' if snapshot else
+                  f'parameter events of {node} in the bag')
         for change in changes:
             if change.stamp_ns > first_tick_ns(run):
                 break  # later changes are applied by the replay at their tick
             values.update(change.values)
         values = {name: value for name, value in values.items() if value is not None}
         lost = sum(run.undecodable.get(topic, 0) for topic in run.parameter_topics)
-        return Settings(values, f'parameter events of {node} in the bag' + (
+        return Settings(values, source + (
             f' ({lost} undecodable, left out)' if lost else ''), node)
     path = Path(params_file) if params_file is not None else share_dir() / DEFAULT_PARAMS
     why = (f'{path}' if params_file is not None else
