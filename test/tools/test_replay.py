@@ -25,7 +25,7 @@ from working_memory.ros import conversions as conv
 from working_memory.tools import inspect
 from working_memory.tools.bag import BagWriter, full_typestore
 from working_memory.tools.recording import load_run
-from working_memory.tools.replay import agreement, recorded_settings, replay, what_if
+from working_memory.tools.replay import agreement, recorded_settings, what_if
 
 TICKS = 12
 PERIOD_NS = 100_000_000
