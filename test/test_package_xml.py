@@ -74,7 +74,6 @@ class Declared:
     comments: str
 
 
-
 def _ros2_package(verb: str) -> str:
     return 'ros2cli' if verb in ROS2CLI_VERBS else f'ros2{verb}'
 

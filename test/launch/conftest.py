@@ -31,13 +31,13 @@ WAIT_S = 30.0  # bounds a hung launch, never a timing assertion
 
 @pytest.fixture(scope='module')
 def params_file():
-    """The packaged params file, config/working_memory.yaml."""
+    """Return the packaged params file, config/working_memory.yaml."""
     return ROOT / 'config' / 'working_memory.yaml'
 
 
 @pytest.fixture(scope='module')
 def include():
-    """Return include(file_name, **arguments): the package's launch file as an include action."""
+    """Return make(file_name, **arguments): the package's launch file as an include action."""
     from launch.actions import IncludeLaunchDescription
     from launch.launch_description_sources import PythonLaunchDescriptionSource
 
@@ -70,7 +70,7 @@ class Processes:
 
 @pytest.fixture(scope='module')
 def processes():
-    """A Processes record; put its handlers() first in the launch description."""
+    """Return a Processes record; put its handlers() first in the launch description."""
     return Processes()
 
 
@@ -152,7 +152,7 @@ class Probe:
 
 @pytest.fixture
 def probe():
-    """A Probe node, closed after the test."""
+    """Yield a Probe node, closed after the test."""
     probe = Probe()
     yield probe
     probe.close()

@@ -16,7 +16,7 @@ REASON = 'capacty: unknown parameter (did you mean capacity?)'
 
 @pytest.fixture(scope='module')
 def typo_params_file(params_file, tmp_path_factory):
-    """The packaged params file with `capacity` misspelt."""
+    """Return a copy of the packaged params file with `capacity` misspelt."""
     text = params_file.read_text()
     assert '    capacity: 40' in text
     path = tmp_path_factory.mktemp('params') / 'typo.yaml'

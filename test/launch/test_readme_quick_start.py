@@ -33,7 +33,7 @@ EXPECTED = {
     'ros2 lifecycle set /working_memory configure': ['Transitioning successful'],
     'ros2 lifecycle set /working_memory activate': ['Transitioning successful'],
     'ros2 topic pub --once /board': ['publishing #1'],
-    'ros2 topic echo /working_memory/frame --once': ["key: goal:deliver", 'cabin: planner'],
+    'ros2 topic echo /working_memory/frame --once': ['key: goal:deliver', 'cabin: planner'],
     'ros2 service call /working_memory/assemble': ['success=True', "key='goal:deliver'"],
     'ros2 service call /working_memory/explain': ["reason='NEVER_SEEN'"],
     'ros2 param set /working_memory cabins.planner.drop': ['Set parameter successful'],
@@ -136,4 +136,3 @@ def test_readme_quick_start_runs_verbatim(probe, ros2_daemon, background, tmp_pa
         assert not missing, f'{command!r} printed no {missing}:\n{output}'
     assert node.poll() is None, f'the node exited:\n{node_log.read_text()}'
     assert 'configured: cabins planner, executor, monitor, capacity 40' in node_log.read_text()
-

@@ -81,7 +81,7 @@ def hosts():
 
 
 def host_env():
-    """The environment inside a namespace: discovery on its subnet, UDP only."""
+    """Return the environment inside a namespace: discovery on its subnet, UDP only."""
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='SUBNET',
                FASTDDS_BUILTIN_TRANSPORTS='UDPv4')
     env.pop('ROS_STATIC_PEERS', None)

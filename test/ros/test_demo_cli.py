@@ -1,5 +1,7 @@
-"""The demo as a newcomer meets it: --drop checked at once, verdict and exit status, progress,
-summary and hints; and one real run interrupted with Ctrl-C."""
+"""The demo as a newcomer meets it, and one real run interrupted with Ctrl-C.
+
+--drop checked at once, verdict and exit status, progress, summary and hints.
+"""
 
 import os
 import signal

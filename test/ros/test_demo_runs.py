@@ -90,7 +90,7 @@ def test_injected_report_says_why_it_was_not_delivered(injected):
     assert 'INJECTED_DROP' in outcome and 'and held' in outcome
     assert 'planner: safety:*, events:CONSTRAINT' in section(page, 'setup')
     assert '<td>ALARM</td><td>planner</td><td>constraint_validation</td>' in section(page,
-                                                                                    'events')
+                                                                                     'events')
     missing = section(page, 'missing')
     assert '<td>planner</td><td>INJECTED_DROP</td><td>safety:*</td>' in missing
     assert '<td>planner</td><td>INJECTED_DROP</td><td>events:CONSTRAINT</td>' in missing

@@ -15,7 +15,7 @@ import yaml
 from working_memory.tools import inspect
 from working_memory.tools.doctor import doctor
 from working_memory.tools.recording import load_run
-from working_memory.tools.replay import agreement, recorded_settings, replay
+from working_memory.tools.replay import agreement, recorded_settings
 from working_memory.tools.suggest import suggest
 
 WHOLE_LOOP = {'/board', '/log', '/map', '/odom', '/clock', '/parameter_events',

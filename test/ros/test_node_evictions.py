@@ -1,4 +1,4 @@
-"""Eviction is an event on ~/evictions: one batch per tick with transitions, never a steady state."""
+"""Eviction is an event on ~/evictions: one batch per tick with transitions, no steady state."""
 
 from rclpy.parameter import Parameter
 

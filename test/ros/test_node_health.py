@@ -7,7 +7,7 @@ import pytest
 from working_memory.core.items import Missing, MissingReason
 from working_memory.ros.diagnostics import (CapacityUse, Health, Level, idle_period_s,
                                             lifecycle_status)
-from working_memory.ros.params import (PARAMS, SPECS, ParamType, cabin_param_specs, cabin_specs,
+from working_memory.ros.params import (PARAMS, ParamType, SPECS, cabin_param_specs, cabin_specs,
                                        check_known, check_parameter, check_refused,
                                        coerce, config_from_values, default_values, drop_cabin,
                                        param_spec)
@@ -81,7 +81,7 @@ def test_loosely_typed_command_line_values_are_coerced_to_the_row_type(name, val
     ('capacity', 'many', "capacity: must be an integer, got 'many'"),
     ('capacity', 0, 'capacity: must be in [1, 1000000], got 0'),
     ('tick_hz', 'fast', "tick_hz: must be a double, got 'fast'"),
-    ('cabins.planner.drop', 'safety:*', "cabins.planner.drop: must be a list of strings"),
+    ('cabins.planner.drop', 'safety:*', 'cabins.planner.drop: must be a list of strings'),
     ('stale_check', 1, 'stale_check: must be a bool, got 1'),
 ])
 def test_a_wrong_value_is_refused_naming_the_parameter_and_what_it_takes(name, value, message):

@@ -24,7 +24,7 @@ def level(status):
 
 @pytest.mark.parametrize('suffix', ['', '/robot1', '/fleet/robot2'])
 def test_packaged_params_file_configures_the_node_in_any_namespace(context, add_node, namespace,
-                                                                  suffix):
+                                                                   suffix):
     # '' puts the node in the root namespace, as `ros2 run` does by default.
     node_namespace = namespace + suffix if suffix else None
     node = add_node(WorkingMemoryNode(context=context, namespace=node_namespace,
@@ -70,7 +70,7 @@ def test_a_failed_configure_is_an_error_status_with_the_reason(start_memory):
     (True, 'inactive', 'inactive: not ticking'),
 ])
 def test_a_node_that_does_not_tick_still_publishes_its_lifecycle_state(start_memory, configure,
-                                                                      state, message):
+                                                                       state, message):
     _, probe = start_memory({'diagnostics_period_s': 0.1}, configure=configure, activate=False)
     status = probe.status('lifecycle', lambda s: probe.values(s)['state'] == state)
     assert (level(status), status.message) == ('WARN', message)

@@ -98,7 +98,7 @@ def test_an_unknown_override_fails_configure_naming_it_and_the_closest(start_mem
 
 
 def test_an_unknown_field_in_manifests_file_fails_configure_naming_the_closest(start_memory,
-                                                                              capfd, tmp_path):
+                                                                               capfd, tmp_path):
     path = tmp_path / 'cabins.yaml'
     path.write_text('cabins:\n  monitor:\n    default_wieght: 0.3\n')
     node, _ = start_memory({'manifests_file': str(path)}, configure=False)

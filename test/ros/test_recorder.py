@@ -22,7 +22,6 @@ from working_memory.msg import (ContextFrame, ContextPack, Eviction, EvictionBat
                                 WorkingItem)
 from working_memory.ros.qos import (best_effort_qos, diagnostics_qos, frame_qos, map_qos,
                                     stream_qos)
-from working_memory.tools.recorder_node import RecorderNode
 from working_memory.tools.bag import BagError
 from working_memory.tools.inspect import main as inspect_main
 from working_memory.tools.recorder_node import RecorderNode

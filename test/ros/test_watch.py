@@ -74,7 +74,7 @@ class Terminal:
         return '\n'.join(self.screen.display)
 
     def type(self, keys: bytes):
-        """Type `keys` (b'\\x03' is Ctrl-C)."""
+        r"""Type `keys` (b'\x03' is Ctrl-C)."""
         os.write(self.master, keys)
 
     def close(self):
@@ -115,7 +115,7 @@ def feed_board(node, probe):
 
 @pytest.fixture
 def watched(start_memory, executor, namespace):
-    """A running node with a goal, a pose, a battery and evicted readings; its watch args."""
+    """Start a node with a goal, a pose, a battery and evicted readings; return its watch args."""
     node, probe = start_memory({'capacity': 4, 'diagnostics_period_s': 0.2})
     probe.wait_matched(probe.board)
     feed_board(node, probe)

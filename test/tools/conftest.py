@@ -20,7 +20,7 @@ from rclpy.serialization import serialize_message
 
 from working_memory.msg import (ContextFrame, ContextPack, Eviction, EvictionBatch, LogEvent,
                                 MissingItem, WorkingItem)
-from working_memory.tools.bag import DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE, FRAME_TYPE, BagWriter
+from working_memory.tools.bag import BagWriter, DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE, FRAME_TYPE
 
 FRAME_TOPIC = '/working_memory/frame'
 EVICTIONS_TOPIC = '/working_memory/evictions'

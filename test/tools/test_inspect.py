@@ -11,7 +11,7 @@ from builtin_interfaces.msg import Time
 from rclpy.serialization import serialize_message
 
 from working_memory.msg import ContextFrame, ContextPack, Eviction, EvictionBatch, WorkingItem
-from working_memory.tools.bag import EVICTION_BATCH_TYPE, EVICTION_TYPE, FRAME_TYPE, BagWriter
+from working_memory.tools.bag import BagWriter, EVICTION_BATCH_TYPE, EVICTION_TYPE, FRAME_TYPE
 from working_memory.tools.inspect import main
 from working_memory.tools.recording import load_recording
 from working_memory.tools.report import write_report

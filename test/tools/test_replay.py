@@ -25,7 +25,7 @@ from working_memory.ros import conversions as conv
 from working_memory.tools import inspect
 from working_memory.tools.bag import BagWriter, full_typestore
 from working_memory.tools.recording import load_run
-from working_memory.tools.replay import agreement, recorded_settings, replay, what_if
+from working_memory.tools.replay import agreement, recorded_settings, what_if
 
 TICKS = 12
 PERIOD_NS = 100_000_000
@@ -130,6 +130,7 @@ def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_
         map_msg = conv.grid_msg_from_window(MapWindow(cells, (0.0, 0.0), 0.1), 'map', 0.0)
         write('/map', map_msg, 1)
         node_takes('/map', map_msg, 0.0)
+        previous = None  # the previous tick's frame digest: what a torn report names
         for tick in range(1, TICKS + 1):
             stamp_ns = tick * PERIOD_NS
             now = stamp_ns * 1e-9

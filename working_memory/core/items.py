@@ -79,7 +79,7 @@ class Item:
 
 
 def _place(record, what: str) -> None:
-    """Default a record's `effective_stamp` to its `stamp`, after checking both are finite."""
+    """Check both stamps are finite; an absent `effective_stamp` becomes the `stamp`."""
     if not is_finite_number(record.stamp):
         raise ValueError(f'{what}: stamp must be a finite time in seconds, got {record.stamp!r}')
     if record.effective_stamp is None:

@@ -1,5 +1,8 @@
-"""The demo's command line as a newcomer meets it: options, drops checked at once, progress,
-the verdict, the summary and hints that point at what this run did (no ROS entities here)."""
+"""The demo's command line as a newcomer meets it (no ROS entities here).
+
+Options, drops checked at once, progress, the verdict, the summary and hints that point at
+what this run did.
+"""
 
 from __future__ import annotations
 
@@ -116,7 +119,7 @@ def verdict(outcome: Outcome, drops: Mapping, interrupted: bool) -> tuple[bool, 
     if interrupted:
         return False, 'interrupted before the run ended'
     unsafe = [f'{count} {what}' for count, what in ((outcome.zone_violations, 'zone violation(s)'),
-                                                     (outcome.collisions, 'collision(s)')) if count]
+                                                    (outcome.collisions, 'collision(s)')) if count]
     if unsafe:
         return False, 'the robot was not kept safe: ' + ', '.join(unsafe)
     if not drops:

@@ -27,7 +27,7 @@ from working_memory.tools.report import write_report
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the demo; return 0 when it ended as intended, 1 when not, 2 on bad usage, 130 on Ctrl-C."""
+    """Run the demo; return 0 if it ended as intended, 1 if not, 2 on bad usage, 130 on Ctrl-C."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         drops = drops_from_specs(args.drop, load_manifests(str(default_params_file())))

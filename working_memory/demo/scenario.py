@@ -17,11 +17,8 @@ from rclpy.executors import Executor, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
-from nav_msgs.msg import OccupancyGrid, Odometry
-from nav_msgs.msg import Path as PathMsg
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
-from visualization_msgs.msg import MarkerArray
 
 from working_memory.core.items import EventKind
 from working_memory.decision.conversions import decision_detail_from_msg, decision_status_from_msg

@@ -32,17 +32,17 @@ from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import BoardEntry, Event, EventKind, Item, Missing, MissingReason
 from working_memory.core.pack_view import PackView
 from working_memory.core.timebase import epoch_time
+from working_memory.msg import BoardEntry as BoardEntryMsg
+from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction,
+                                EvictionBatch, InputCount, LogEvent, MissingItem,
+                                WorkingItem)
 from working_memory.ros import inputs
+from working_memory.ros.diagnostics import Status
 # The input conversions live in ros/inputs.py (pure, shared with the offline replay).
 from working_memory.ros.inputs import (BoardBatch, board_batch_from_msg,  # noqa: F401
                                        board_entry_from_msg, grid_from_msg, json_field,
                                        pose_from_odometry, pose_from_pose_stamped,
                                        seconds_from_duration, seconds_from_time)
-from working_memory.msg import BoardEntry as BoardEntryMsg
-from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction,
-                                EvictionBatch, InputCount, LogEvent, MissingItem,
-                                WorkingItem)
-from working_memory.ros.diagnostics import Status
 from working_memory.ros.params import (ParamSpec, ParamType, check_value, coerce,
                                        param_spec)
 

@@ -54,7 +54,7 @@ def _finite_float(text: str) -> float:
 
 
 def json_field(text: str, what: str) -> Any:
-    """Parse strict JSON `text` (RFC 8259: no NaN, Infinity, -Infinity), ValueError naming `what`."""
+    """Parse strict JSON `text` (RFC 8259: no NaN, Infinity, -Infinity); ValueError names `what`."""
     try:
         return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except ValueError as error:

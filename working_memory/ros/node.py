@@ -46,7 +46,7 @@ from working_memory.ros import conversions as conv
 from working_memory.ros import qos
 from working_memory.ros.diagnostics import (CapacityUse, Health, Status, idle_period_s,
                                             lifecycle_status)
-from working_memory.ros.params import (CABINS_PREFIX, PARAMS, SPECS, NodeConfig,
+from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        cabin_param_specs, cabin_specs, check_known,
                                        check_parameter, check_refused, config_from_values,
                                        drop_cabin, drop_param_spec)
@@ -78,7 +78,7 @@ class Memory:
 
     @property
     def timebase(self) -> TimeBase:
-        """The one effective timeline of ticks, receipts, stamps and evictions: the working set's."""
+        """The one effective timeline of ticks, receipts, stamps, evictions: the working set's."""
         return self.working_set.timebase
 
 

@@ -392,4 +392,3 @@ def format_doctor(result: Diagnosis, path: str | Path) -> str:
                                         ('capacity alarms', result.pressure.found)) if found]
     lines.append('found: ' + ', '.join(verdict) if verdict else 'found: nothing')
     return '\n'.join(lines)
-

@@ -29,7 +29,7 @@ from working_memory.tools.recording import (FrameRecord, PackRecord, Recording, 
                                             describe_ticks, load_recording, load_run)
 from working_memory.tools.replay import (ReplayError, agreement, format_agreement,
                                          format_what_if, parameters_in_file, recorded_settings,
-                                         replay, what_if)
+                                         what_if)
 from working_memory.tools.report import REPORT_SUFFIXES, write_report
 from working_memory.tools.why import (NOT_IN_PACK, PRESENT, PRESENT_STALE, WhyAnswer,
                                       eviction_detail, why)
@@ -174,7 +174,8 @@ def parser() -> argparse.ArgumentParser:
                           '/diagnostics has none')
     cli.add_argument('--frame-topic', help='ContextFrame topic (default: the only one in the bag)')
     cli.add_argument('--evictions-topic',
-                     help='EvictionBatch (or, in older bags, Eviction) topic (default: the only one)')
+                     help='EvictionBatch (or, in older bags, Eviction) topic '
+                          '(default: the only one)')
     cli.add_argument('--diagnostics-topic', help='DiagnosticArray topic (default: the only one)')
     return cli
 
@@ -212,8 +213,8 @@ def command_parser() -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=helps[name], description=helps[name])
         command.add_argument('bag', help='rosbag2 bag directory recorded with the inputs')
         command.add_argument('--params', metavar='FILE',
-                             help='node parameters file, for a bag without the node\'s '
-                                  'parameter events (default: the bag\'s, else the packaged '
+                             help="node parameters file, for a bag without the node's "
+                                  "parameter events (default: the bag's, else the packaged "
                                   'config)')
         command.add_argument('--cabin', help='only this cabin')
     what = commands.choices['replay']

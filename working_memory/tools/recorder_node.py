@@ -26,7 +26,7 @@ from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, Q
                                 QosTime)
 
 from working_memory.ros.spin import run_node
-from working_memory.tools.bag import STORAGES, BagError, BagWriter, adapted_qos
+from working_memory.tools.bag import BagError, BagWriter, STORAGES, adapted_qos
 
 # Reader-side history: a recorder busy writing must not drop messages that already arrived.
 HISTORY_DEPTH = 1000
@@ -37,7 +37,7 @@ PARAMS = (
     ('bag_path', '', "Bag directory to create (must not exist); '' = wm_<date>-<time> in the cwd"),
     ('storage', 'mcap', f'Storage plugin: {" or ".join(STORAGES)}'),
     ('topics', DEFAULT_TOPICS,
-     'Topics to record (relative names resolve in this node\'s namespace); each type is '
+     "Topics to record (relative names resolve in this node's namespace); each type is "
      'found in the graph'),
     ('discovery_period_s', 0.1,
      'Look for topics not in the graph yet (and for new publishers) this often [s], wall time'),

@@ -13,8 +13,8 @@ from typing import Mapping
 
 import numpy as np
 
-from working_memory.tools.bag import (DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE, EVICTION_TYPE,
-                                      FRAME_TYPE, BagError, BagReader, full_typestore)
+from working_memory.tools.bag import (BagError, BagReader, DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE,
+                                      EVICTION_TYPE, FRAME_TYPE, full_typestore)
 
 EVENT_TYPE = 'working_memory/msg/LogEvent'
 MISSING_TYPE = 'working_memory/msg/MissingItem'

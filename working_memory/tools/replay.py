@@ -397,7 +397,6 @@ def _map_key(width: int, height: int) -> str:
     return f'map {width}x{height} cells'
 
 
-
 def pack_differences(step: Step) -> list[str]:
     """Return, per cabin that disagrees, what the replayed pack has that the recorded lacks."""
     lines = []

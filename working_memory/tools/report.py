@@ -490,7 +490,7 @@ def report_png(data: ReportData) -> bytes:
 
 
 def table(element_id: str, caption: str, header: tuple[str, ...], rows, empty: str) -> str:
-    """Return an HTML table (or a line saying `empty`) with an id."""
+    """Return an HTML table with an id (or a line saying `empty`)."""
     head = ''.join(f'<th>{html.escape(h)}</th>' for h in header)
     body = '\n'.join('<tr>' + ''.join(f'<td>{html.escape(str(cell))}</td>' for cell in row)
                      + '</tr>' for row in rows)
@@ -526,7 +526,7 @@ def image(element_id: str, data: bytes, alt: str) -> str:
             f'src="data:image/png;base64,{encoded}">')
 
 
-STYLE = '''body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1100px;color:#222}
+STYLE = """body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1100px;color:#222}
 h1{font-size:1.4em;margin:.2em 0} h2{font-size:1.1em;margin:1.2em 0 .3em}
 #outcome{font-size:1.3em;font-weight:bold;padding:.6em .8em;border-radius:6px}
 .delivered{background:#e3f5e1;color:#14501a;border:2px solid #2e8b3a}
@@ -535,7 +535,7 @@ h1{font-size:1.4em;margin:.2em 0} h2{font-size:1.1em;margin:1.2em 0 .3em}
 table{border-collapse:collapse;font-size:.92em} td,th{padding:.2em .7em;text-align:left;
 border-bottom:1px solid #ddd;vertical-align:top} img{max-width:100%;display:block}
 .ALARM td:nth-child(2){color:#c00;font-weight:bold} .FAILURE td:nth-child(2){color:#c60}
-ul.legend{columns:2;font-size:.92em} .note{color:#666;font-size:.85em}'''
+ul.legend{columns:2;font-size:.92em} .note{color:#666;font-size:.85em}"""
 
 
 def report_html(data: ReportData) -> str:
@@ -553,7 +553,7 @@ def report_html(data: ReportData) -> str:
     legend = ''.join(f'<li>{html.escape(line)}</li>' for line in map_legend(data.scene))
     notes = ''.join(f'<p class="note">{html.escape(note)}</p>' for note in data.notes)
     alarm_note = f'capacity alarm: {data.alarm_source}'
-    return f'''<!DOCTYPE html>
+    return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(data.title)}</title>
 <style>{STYLE}</style></head>
 <body><h1>{html.escape(data.title)}</h1>
@@ -575,7 +575,7 @@ def report_html(data: ReportData) -> str:
        "no required item missing")}
 {notes}
 </body></html>
-'''
+"""
 
 
 def write_report(recording: Recording, path: str | Path, *, map_tick: int | None = None,

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from working_memory.tools.bag import BagReader
-from working_memory.tools.recording import (EVENT_TYPE, ConstantNames, EventRecord, MapWindow,
+from working_memory.tools.recording import (ConstantNames, EVENT_TYPE, EventRecord, MapWindow,
                                             map_window, seconds)
 
 ODOMETRY_TYPE = 'nav_msgs/msg/Odometry'

@@ -192,7 +192,7 @@ def _action(status: DecisionRecord) -> tuple[str, str] | None:
 
 def _repeats(event: Event, tick: int, detail: Mapping,
              statuses: Mapping[str, Mapping[int, DecisionRecord]]) -> list[WrongDecision]:
-    """The cabins whose first decision once the FAILURE was in force repeats the failed action."""
+    """Return the cabins whose first decision once the FAILURE held repeats the failed action."""
     failed = (event.key, str(detail.get('strategy', '')))
     found = []
     for cabin, by_tick in statuses.items():
@@ -468,8 +468,8 @@ def patch_values(patch: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 def patch_yaml(result: Suggestions, node: str) -> str:
     """Return the patch as a params file the node accepts (after its own file)."""
-    lines = ['# Manifest additions suggested by wm-inspect suggest from the run\'s wrong',
-             '# decisions. Pass it after the node\'s own params file (later files win);',
+    lines = ["# Manifest additions suggested by wm-inspect suggest from the run's wrong",
+             "# decisions. Pass it after the node's own params file (later files win);",
              '# each field holds its full new value.']
     for cabin, notes in result.notes.items():
         lines += [f'# {cabin}: {note}' for note in notes]
@@ -525,7 +525,7 @@ def suggest(run: Run, settings: Settings, cabin: str | None = None) -> Suggestio
 
 def check_patch(run: Run, settings: Settings, patch: Mapping[str, Mapping[str, Any]],
                 findings: Iterable[Finding]) -> Check:
-    """Replay with the patch: is each finding's item present at its faulty ticks, any alarm?"""
+    """Replay with the patch: at how many faulty ticks each finding's item is present; alarms."""
     findings = [f for f in findings if f.cabin in patch]
     present = {(f.cabin, f.key): 0 for f in findings}
     wanted = {(f.cabin, f.key): set(f.ticks) for f in findings}
@@ -577,7 +577,7 @@ def format_suggestions(result: Suggestions, path: str | Path) -> str:
     if not result.patch:
         lines.append('no manifest change would have served them')
         return '\n'.join(lines)
-    lines.append('manifest patch (a params file; pass it after the node\'s own):')
+    lines.append("manifest patch (a params file; pass it after the node's own):")
     lines += ['  ' + line for line in patch_yaml(result, result.settings.node).splitlines()]
     check = result.check
     checked = ', '.join(f'{key} present at {n}/{total} faulty ticks'

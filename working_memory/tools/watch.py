@@ -111,7 +111,7 @@ class WatchState:
     def add_frame(self, frame: FrameRecord) -> bool:
         """Keep `frame` if it is new; return True when the screen should be redrawn."""
         if self.frame is not None and (frame.tick, frame.digest) == (self.frame.tick,
-                                                                      self.frame.digest):
+                                                                     self.frame.digest):
             return False
         if self._stamps and frame.stamp < self._stamps[-1]:
             self._stamps.clear()  # the clock went back (a simulation reset)
@@ -167,8 +167,11 @@ def gauge(frame: FrameRecord, capacity: DiagnosticRecord | None) -> Gauge:
 
 def evictions_per_s(evictions: Iterable[EvictionRecord], now: float,
                     capacity: DiagnosticRecord | None = None) -> float | None:
-    """Return the node's own eviction rate [1/s] from its capacity status, else the rate of
-    the evictions seen over the RATE_WINDOW_S before `now` [s]; None without either."""
+    """Return the node's own eviction rate [1/s] from its capacity status, else the seen one.
+
+    The seen rate is that of the evictions over the RATE_WINDOW_S before `now` [s]; None
+    without either.
+    """
     if capacity is not None and 'evictions_per_s' in capacity.values:
         try:
             return float(capacity.values['evictions_per_s'])

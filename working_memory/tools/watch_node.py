@@ -32,9 +32,9 @@ from rich.text import Text
 
 from working_memory.msg import ContextFrame, Eviction, EvictionBatch, LogEvent, MissingItem
 from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
-from working_memory.tools.bag import DIAGNOSTICS_TYPE, EVICTION_TYPE
-from working_memory.tools.recording import (EVENT_TYPE, MISSING_TYPE, STATUS_TYPE,
-                                            EvictionRecord, diagnostic_records, eviction_record,
+from working_memory.tools.bag import EVICTION_TYPE
+from working_memory.tools.recording import (EVENT_TYPE, EvictionRecord, MISSING_TYPE, STATUS_TYPE,
+                                            diagnostic_records, eviction_record,
                                             frame_record)
 from working_memory.tools.watch import WatchState, render
 
@@ -107,12 +107,12 @@ class WatchNode(Node):
 
 
 def parser() -> argparse.ArgumentParser:
-    """Return the command-line parser (ROS arguments after --ros-args are removed first)."""
+    """Return the command-line parser; ROS arguments after --ros-args are removed first."""
     cli = argparse.ArgumentParser(
-        prog='wm-watch', description='Live view of a working-memory node: every cabin\'s '
+        prog='wm-watch', description="Live view of a working-memory node: every cabin's "
         'items, missing items, evictions, capacity and alarms, redrawn on every frame.')
     cli.add_argument('--namespace', default='/working_memory',
-                     help='the node\'s namespace + name, whose frame/evictions it reads '
+                     help="the node's namespace + name, whose frame/evictions it reads "
                           '(default: /working_memory)')
     cli.add_argument('--cabin', help='show only this cabin')
     cli.add_argument('--once', action='store_true', help='print one frame and exit')
