@@ -227,4 +227,7 @@ def hints(recording: Recording | None, bag: Path, report: Path,
     map_tick = (alarm or failure or (recording.ticks[-1], '', ''))[0]
     lines.append(f'{inspect} --report {report} --map-tick {map_tick}   '
                  '# the report, map at that tick')
+    lines.append(f'tools/rosenv wm-inspect doctor {bag}   # the three symptoms')
+    if drops or alarm or failure:
+        lines.append(f'tools/rosenv wm-inspect suggest {bag}   # what the wrong decisions lacked')
     return lines

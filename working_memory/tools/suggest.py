@@ -483,7 +483,8 @@ def patch_yaml(result: Suggestions, node: str) -> str:
             else:
                 nested[name] = value
         cabins[cabin] = nested
-    document = {node.lstrip('/'): {'ros__parameters': {'cabins': cabins}}}
+    # Keyed by the fully qualified name: the patch is for this node, in its namespace.
+    document = {'/' + node.lstrip('/'): {'ros__parameters': {'cabins': cabins}}}
     return '\n'.join(lines) + '\n' + yaml.safe_dump(document, default_flow_style=None,
                                                     sort_keys=False, width=100)
 
