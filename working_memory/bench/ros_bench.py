@@ -156,11 +156,22 @@ class Run:
                 process.wait()
 
 
-def node_command(tick_hz: float) -> list[str]:
-    """Return the command line of the real node, autostarted with the delivery config."""
-    return ['working_memory_node', '--autostart', '--ros-args', '--params-file', str(CONFIG),
+NODE = ('working_memory_node',)
+
+
+def node_command(tick_hz: float, node: tuple[str, ...] = NODE) -> list[str]:
+    """Return the command line of the real node, autostarted with the delivery config.
+
+    `node` is the executable (with any leading arguments): another build of the node
+    for an A/B comparison in the same run.
+    """
+    return [*node, '--autostart', '--ros-args', '--params-file', str(CONFIG),
             '-p', f'tick_hz:={tick_hz}', '-p', 'diagnostics_period_s:=0.5',
             '--log-level', 'warn']
+
+
+# Figure groups, each runnable alone (--only): frames at 10 and 100 Hz, flood intake, assemble.
+GROUPS = ('frames10', 'frames100', 'flood', 'assemble')
 
 
 @dataclass
@@ -172,6 +183,8 @@ class Settings:
     settle_s: float = 2.0
     map_side: int = 4000
     board_hz: float = 1000.0
+    node: tuple[str, ...] = NODE
+    groups: tuple[str, ...] = GROUPS
 
 
 def _frames_under_load(workdir: pathlib.Path, env: dict, settings: Settings, tick_hz: float,
@@ -199,7 +212,7 @@ def _frames_under_load(workdir: pathlib.Path, env: dict, settings: Settings, tic
 
 def _capture(workdir: pathlib.Path, env: dict, settings: Settings) -> dict:
     with Run(workdir, env) as run:
-        run.start(node_command(10.0))
+        run.start(node_command(10.0, settings.node))
         run.role('load', 'load.json', '--rate', '100', '--map-side', str(settings.map_side),
                  '--duration', '30')
         capture = run.role('capture', 'capture.json', '--frame-file', str(workdir / 'frame.cdr'),
@@ -216,7 +229,7 @@ def _flood(workdir: pathlib.Path, env: dict, settings: Settings, baseline: bool,
             plain = run.role('plain', 'plain.json', '--frame-file', frame_file, '--tick-hz', '100',
                              '--duration', str(settings.settle_s + duration + 1))
         else:
-            run.start(node_command(100.0))
+            run.start(node_command(100.0, settings.node))
             probe = run.role('probe', 'probe.json',
                              '--duration', str(settings.settle_s + duration + 1.5))
         time.sleep(settings.settle_s)
@@ -236,7 +249,7 @@ def _round_trips(workdir: pathlib.Path, env: dict, settings: Settings, cabin: st
             run.role('plain_assemble', 'plain.json', '--response-prefix',
                      str(workdir / 'assemble_'), '--cabin', cabin, '--duration', '120')
         else:
-            run.start(node_command(10.0))
+            run.start(node_command(10.0, settings.node))
             run.role('load', 'load.json', '--rate', '100', '--map-side', str(settings.map_side),
                      '--duration', '120')
             time.sleep(settings.settle_s)
@@ -253,11 +266,12 @@ def measure(settings: Settings, domain: int) -> list[Figure]:
         sizes = _capture(workdir, env, settings)
         frame_file = str(workdir / 'frame.cdr')
         figures: list[Figure] = [Figure('frame size (serialized)', 'kB', (sizes['frame'] / 1e3,))]
-        for tick_hz in (10.0, 100.0):
+        for tick_hz in [hz for hz, group in ((10.0, 'frames10'), (100.0, 'frames100'))
+                        if group in settings.groups]:
             ours, plain = [], []
             for _ in range(settings.repeats):
                 ours.append(_frames_under_load(workdir, env, settings, tick_hz,
-                                               node_command(tick_hz), frame_file))
+                                               node_command(tick_hz, settings.node), frame_file))
                 plain.append(_frames_under_load(workdir, env, settings, tick_hz, None,
                                                 frame_file))
             for q in (50, 99):
@@ -273,13 +287,14 @@ def measure(settings: Settings, domain: int) -> list[Figure]:
                 f'late frames, {tick_hz:g} Hz', '%',
                 tuple(100 * late_share(r['receipt'], 1 / tick_hz) for r in ours),
                 tuple(100 * late_share(r['receipt'], 1 / tick_hz) for r in plain), 'plain node'))
-        figures.append(Figure(
-            'board msgs taken/s, flood + 100 Hz ticks', 'msg/s',
-            tuple(_flood(workdir, env, settings, False, frame_file)
-                  for _ in range(settings.repeats)),
-            tuple(_flood(workdir, env, settings, True, frame_file)
-                  for _ in range(settings.repeats)), 'plain node'))
-        for cabin in ('planner', 'monitor'):
+        if 'flood' in settings.groups:
+            figures.append(Figure(
+                'board msgs taken/s, flood + 100 Hz ticks', 'msg/s',
+                tuple(_flood(workdir, env, settings, False, frame_file)
+                      for _ in range(settings.repeats)),
+                tuple(_flood(workdir, env, settings, True, frame_file)
+                      for _ in range(settings.repeats)), 'plain node'))
+        for cabin in ('planner', 'monitor') if 'assemble' in settings.groups else ():
             figures.append(Figure(
                 f'~/assemble RTT p50, {cabin} pack ({sizes[cabin] / 1e3:.1f} kB)', 'ms',
                 tuple(_round_trips(workdir, env, settings, cabin, False)
@@ -300,11 +315,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--map-side', type=int, default=4000,
                         help='cells per side of the square map (0.05 m/cell)')
     parser.add_argument('--domain', type=int, default=int(os.environ.get('WM_BENCH_DOMAIN', 77)))
+    parser.add_argument('--only', nargs='+', choices=GROUPS, default=GROUPS,
+                        help='figure groups to run (default: all)')
+    parser.add_argument('--node', default=' '.join(NODE),
+                        help='command that runs the node (an A/B build), default %(default)s')
     args = parser.parse_args(argv)
     settings = Settings(repeats=1 if args.quick else args.repeats,
                         measure_s=2.0 if args.quick else args.measure_s,
                         settle_s=1.5 if args.quick else 2.0,
-                        map_side=500 if args.quick else args.map_side)
+                        map_side=500 if args.quick else args.map_side,
+                        node=tuple(args.node.split()), groups=tuple(args.only))
     started = time.monotonic()
     figures = measure(settings, args.domain)
     print(f'ROS-level benchmark: {settings.repeats} repetition(s) of {settings.measure_s:g} s, '
