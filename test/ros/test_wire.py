@@ -1,4 +1,4 @@
-"""The frame's wire bytes are exactly rclpy's serialization of the frame's message, cached or not."""
+"""A frame's wire bytes are rclpy's serialization of the frame's message, cached or not."""
 
 import numpy as np
 from hypothesis import given, settings
@@ -32,9 +32,9 @@ def items(draw):
 @st.composite
 def events(draw):
     return [Event(draw(STAMPS), draw(st.sampled_from(EventKind)), draw(TEXT), draw(TEXT),
-                  draw(st.none() | JSON), draw(st.none() | UNIT), tuple(draw(st.lists(TEXT,
-                                                                                  max_size=3))),
-                  seq=seq) for seq in range(draw(st.integers(0, 4)))]
+                  draw(st.none() | JSON), draw(st.none() | UNIT),
+                  tuple(draw(st.lists(TEXT, max_size=3))), seq=seq)
+            for seq in range(draw(st.integers(0, 4)))]
 
 
 @st.composite

@@ -239,7 +239,7 @@ class FrameEncoder:
 
     def _map(self, writer: Writer, window: MapWindow | None, stamp: tuple[int, int],
              frame_id: bytes) -> None:
-        """Append the pack's nearby_map (an empty 0 x 0 grid when there is no window)."""
+        """Append a pack's nearby_map: the window, or an empty 0 x 0 grid without one."""
         writer.header(stamp, frame_id)
         if window is None:
             writer.put(_MAP_META.pack(0, 0, 0.0, 0, 0), 4)
