@@ -154,6 +154,19 @@ def test_rejections_warn_once_and_stay_counted():
     assert dict(again.values)['board.last_rejection'] == 'bad JSON'
 
 
+def test_sequence_gaps_and_middleware_losses_both_warn_without_adding_up():
+    health = Health({'board': None}, started=0.0)
+    for sequence in (1, 2, 6):   # 3, 4 and 5 never arrived
+        health.received('board', 1.0, b'writer', sequence)
+    values = dict(statuses(health, 2.0)['inputs'].values)
+    assert (values['board.lost_gaps'], values['board.lost_reported'], values['board.lost']) == (
+        '3', '0', '3')
+    health.lost('board', 2)   # the middleware saw some of the same: the larger count stands
+    inputs = statuses(health, 3.0)['inputs']
+    assert inputs.level is Level.WARN and 'board: 3 lost' in inputs.message
+    assert dict(inputs.values)['board.lost'] == '3'
+
+
 def test_eviction_rate_covers_the_last_window_only():
     health = Health({}, started=0.0, rate_window_s=10.0)
     health.evicted(20, now=1.0)

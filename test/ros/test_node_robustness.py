@@ -101,3 +101,26 @@ def test_incompatible_qos_peers_are_reported_on_diagnostics(start_memory):
     values = probe.values(status)
     assert 'DURABILITY' in values['map'] and 'DEADLINE' in values['~/frame']
     assert volatile_map.get_subscription_count() == 0
+
+
+def test_every_board_update_is_taken_or_counted_lost_when_the_queue_overflows(start_memory):
+    node, probe = start_memory()
+    probe.wait_matched(probe.board)
+
+    def board_values():
+        return probe.values(probe.status('inputs'))
+
+    probe.board.publish(board_update_msg([BoardEntry('reading:0', 0, 0.0)], 0.0))
+    assert probe.spin_until(lambda: int(board_values()['board.received']) >= 1)
+    # Without spinning, 2500 updates overrun the node's 1000-deep queue (and the probe's
+    # 100-deep writer history); Fast DDS reports none of it as lost.
+    total = 2501
+    for count in range(1, total):
+        probe.board.publish(board_update_msg([BoardEntry(f'reading:{count % 50}', count, 0.0)],
+                                             0.0))
+    assert probe.spin_until(lambda: int(board_values()['board.received']) +
+                            int(board_values()['board.lost']) >= total)
+    values = board_values()
+    assert int(values['board.lost_gaps']) > 0
+    assert int(values['board.received']) + int(values['board.lost']) == total
+    assert 'board:' in probe.status('inputs').message and 'lost' in probe.status('inputs').message

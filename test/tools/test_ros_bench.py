@@ -2,8 +2,12 @@
 
 import math
 
-from working_memory.bench.ros_bench import Figure, format_figures, late_share, percentile, \
-    rate_from_counts
+import numpy as np
+import yaml
+
+from working_memory.bench.ros_bench import Figure, bulk_config, format_figures, frame_rate, \
+    late_share, percentile, rate_from_counts, recovery_time, rss_slope
+from working_memory.core.manifest import manifests_from_params
 
 
 def test_late_share_counts_intervals_beyond_period_plus_the_smaller_of_20_percent_and_5_ms():
@@ -31,3 +35,26 @@ def test_table_prints_min_median_and_ratio_of_medians():
     assert '| latency | 2 / 3 ms' in table
     assert '1 / 1 ms (plain node)' in table
     assert '3.00x' in table
+
+
+def test_recovery_time_is_the_start_of_the_first_window_at_90_percent_of_the_rate():
+    # 100 Hz until t=1, nothing for 0.3 s after the burst ends at t=1, then 100 Hz again.
+    receipts = list(np.arange(0.0, 1.0, 0.01)) + list(np.arange(1.3, 3.0, 0.01))
+    assert 0.2 < recovery_time(receipts, 1.0, 100.0) <= 0.3
+    assert recovery_time(list(np.arange(0.0, 3.0, 0.01)), 1.0, 100.0) == 0.0
+    assert math.isnan(recovery_time(list(np.arange(0.0, 3.0, 0.05)), 1.0, 100.0))  # 20 Hz
+
+
+def test_frame_rate_counts_intervals_and_rss_slope_is_per_minute():
+    assert frame_rate([0.0, 0.1, 0.2, 0.3]) == 10.0
+    assert math.isnan(frame_rate([1.0]))
+    assert math.isclose(rss_slope([(0.0, 100.0), (60.0, 102.0), (120.0, 104.0)]), 2.0)
+
+
+def test_bulk_config_is_one_cabin_selecting_every_item_key(tmp_path):
+    path = bulk_config(tmp_path / 'bulk.yaml', 1000)
+    params = yaml.safe_load(path.read_text())['/**']['ros__parameters']
+    manifests = manifests_from_params(params)
+    assert list(manifests) == ['bulk']
+    assert manifests['bulk'].selects.match('item:999')
+    assert 'capacity: 1064' in path.read_text()

@@ -32,6 +32,7 @@ from working_memory.srv import Assemble
 
 FRAME_TOPIC = '/working_memory/frame'
 CAPTURE_SETTLE_S = 3.0  # [s]
+FILL_CHUNK = 1000       # entries per update when a load fills the board first
 # A CDR-serialized message starts with a 4-byte encapsulation header; ContextFrame's
 # first field is its std_msgs/Header, whose stamp (int32 sec, uint32 nanosec) follows.
 _STAMP = struct.Struct('<iI')
@@ -75,13 +76,23 @@ def _mission_entries(now: float) -> list[BoardEntry]:
 
 
 class Load(Node):
-    """Publish the map once (latched) and board updates at `rate` [Hz], one changed key each."""
+    """Publish the map once (latched) and board updates at `rate` [Hz].
 
-    def __init__(self, rate: float, keys: int, map_side: int, resolution: float):
+    Each update changes `per_msg` keys of `keys` (`prefix<i>`, cycling); with `fill`
+    every key is published once first, in updates of FILL_CHUNK entries. Nothing goes
+    out on `board` before a subscriber matched, so every update sent can be accounted
+    for (taken or counted lost) by the subscriber.
+    """
+
+    def __init__(self, rate: float, keys: int, map_side: int, resolution: float,
+                 prefix: str = 'sensor:', per_msg: int = 1, fill: bool = False):
         super().__init__('bench_load')
         self._board = self.create_publisher(BoardUpdate, 'board', qos.input_qos())
         self._map = self.create_publisher(OccupancyGrid, 'map', qos.map_qos())
-        self._keys, self._sent, self._rate = keys, 0, rate
+        self._keys, self._sent, self._rate = max(1, keys), 0, rate
+        self._prefix, self._per_msg, self._index = prefix, max(1, per_msg), 0
+        self._fill = fill
+        self.messages = 0  # every board update sent (fill, mission and changes)
         grid = OccupancyGrid()
         grid.header.frame_id = 'map'
         grid.info.resolution = resolution
@@ -94,16 +105,34 @@ class Load(Node):
         # Board updates are volatile: the mission and pose are re-published every second so
         # a subscriber that matches late still has them (as a real board owner does).
         self.create_timer(1.0, self._publish_mission)
-        self._publish_mission()
         self._started = time.monotonic()
         if rate > 0:
-            self.create_timer(1.0 / rate, self._publish_one)
+            self.create_timer(1.0 / rate, self._publish_changes)
+
+    def matched(self) -> bool:
+        """Say whether a board subscriber matched; the first time, fill the board if asked."""
+        if self._board.get_subscription_count() == 0:
+            return False
+        if self._fill:
+            self._fill = False
+            for start in range(0, self._keys, FILL_CHUNK):
+                now = time.time()
+                self._send([self._entry(i, now) for i in
+                            range(start, min(self._keys, start + FILL_CHUNK))], now)
+            self._publish_mission()
+        return True
+
+    def _send(self, entries: list[BoardEntry], now: float) -> None:
+        self._board.publish(board_update_msg(entries, now))
+        self.messages += 1
 
     def _publish_mission(self) -> None:
+        if not self.matched():
+            return
         now = time.time()
         pose = BoardEntry('pose', {'x': 2.0, 'y': 6.0, 'yaw': 0.0}, now, importance=0.6,
                           tags=('navigation',))
-        self._board.publish(board_update_msg([*_mission_entries(now), pose], now))
+        self._send([*_mission_entries(now), pose], now)
 
     def flood(self, seconds: float) -> None:
         """Publish as fast as this process can for `seconds` [s]."""
@@ -113,49 +142,81 @@ class Load(Node):
             if self._sent % 1000 == 0:
                 self._publish_mission()
 
+    def _entry(self, index: int, now: float) -> BoardEntry:
+        return BoardEntry(f'{self._prefix}{index}', {'reading': math.sin(self._sent + index)},
+                          now, importance=0.05, ttl=1.0, tags=('sensor',))
+
+    def _publish_changes(self) -> None:
+        if self.matched():
+            self._publish_one()
+
     def _publish_one(self) -> None:
         now = time.time()
-        index = self._sent % max(1, self._keys)
-        entry = BoardEntry(f'sensor:{index}', {'reading': math.sin(self._sent)}, now,
-                           importance=0.05, ttl=1.0, tags=('sensor',))
-        self._board.publish(board_update_msg([entry], now))
+        entries = []
+        for _ in range(self._per_msg):
+            entries.append(self._entry(self._index % self._keys, now))
+            self._index += 1
+        self._send(entries, now)
         self._sent += 1
 
     def result(self) -> dict:
         """Return what was sent and the achieved rate."""
         elapsed = time.monotonic() - self._started
-        return {'sent': self._sent, 'elapsed_s': elapsed}
+        return {'sent': self._sent, 'elapsed_s': elapsed, 'messages': self.messages}
 
 
 class Probe(Node):
-    """Take frames serialized (no decoding cost) and record latency, interval and size."""
+    """Take frames serialized (no decoding cost) and record latency, interval and size.
 
-    def __init__(self, topic: str):
+    It also records the node's `board.*` input counters from /diagnostics, and with
+    `check_hz` > 0 decodes the newest frame that often and records the planner pack's
+    missing keys (which of them a flood pushed out).
+    """
+
+    def __init__(self, topic: str, check_hz: float = 0.0):
         super().__init__('bench_probe')
         self.latency_ms: list[float] = []
         self.receipt: list[float] = []
         self.sizes: list[int] = []
         self.board_received: list[tuple[float, int]] = []  # (time [s], node's board.received)
+        self.board: list[tuple[float, dict[str, str]]] = []  # (time [s], board.* values)
+        self.planner_missing: list[tuple[float, int, list[str]]] = []  # (time, tick, keys)
+        self._latest: bytes | None = None
         self.create_subscription(ContextFrame, topic, self._on_frame, qos.frame_qos(), raw=True)
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics,
                                  qos.diagnostics_qos())
+        if check_hz > 0:
+            self.create_timer(1.0 / check_hz, self._check_planner)
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
-            for value in status.values:
-                if value.key == 'board.received':
-                    self.board_received.append((time.monotonic(), int(value.value)))
+            values = {value.key: value.value for value in status.values
+                      if value.key.startswith('board.')}
+            if 'board.received' in values:
+                self.board_received.append((time.monotonic(), int(values['board.received'])))
+                self.board.append((time.time(), values))
 
     def _on_frame(self, serialized: bytes) -> None:
         now = time.time()
         self.latency_ms.append((now - _stamp_of(serialized)) * 1e3)
         self.receipt.append(now)
         self.sizes.append(len(serialized))
+        self._latest = serialized
+
+    def _check_planner(self) -> None:
+        if self._latest is None:
+            return
+        frame = deserialize_message(self._latest, ContextFrame)
+        for pack in frame.packs:
+            if pack.cabin == 'planner':
+                self.planner_missing.append((time.time(), frame.tick,
+                                             [missing.key for missing in pack.missing]))
 
     def result(self) -> dict:
         """Return the recorded samples (the first frame, a latched one, is dropped)."""
         return {'latency_ms': self.latency_ms[1:], 'receipt': self.receipt[1:],
-                'sizes': self.sizes[1:], 'board_received': self.board_received}
+                'sizes': self.sizes[1:], 'board_received': self.board_received,
+                'board': self.board, 'planner_missing': self.planner_missing}
 
 
 class PlainFrames(Node):
@@ -167,6 +228,8 @@ class PlainFrames(Node):
             self._frame = deserialize_message(stream.read(), ContextFrame)
         self._latest: dict[str, object] = {}
         self.board_received = 0
+        self.board_times: list[float] = []  # receipt times [s] of board updates
+        self.tick_times: list[float] = []   # publish times [s] of frames
         self.create_subscription(BoardUpdate, 'board', self._on_board, qos.input_qos())
         self.create_subscription(LogEvent, 'log', lambda m: self._latest.update(log=m),
                                  qos.input_qos())
@@ -178,8 +241,10 @@ class PlainFrames(Node):
     def _on_board(self, msg: BoardUpdate) -> None:
         self._latest['board'] = msg
         self.board_received += 1
+        self.board_times.append(time.time())
 
     def _on_tick(self) -> None:
+        self.tick_times.append(time.time())
         self._frame.tick += 1
         self._frame.header.stamp = time_from_seconds(time.time())
         self._publisher.publish(self._frame)
@@ -262,42 +327,52 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--duration', type=float, default=10.0)
     parser.add_argument('--rate', type=float, default=1000.0)
     parser.add_argument('--keys', type=int, default=30)
+    parser.add_argument('--prefix', default='sensor:', help='board key prefix of the load')
+    parser.add_argument('--per-msg', type=int, default=1, help='changed keys per update')
+    parser.add_argument('--fill', action='store_true', help='publish every key once first')
     parser.add_argument('--map-side', type=int, default=4000)
     parser.add_argument('--resolution', type=float, default=0.05)
     parser.add_argument('--tick-hz', type=float, default=100.0)
+    parser.add_argument('--check-hz', type=float, default=0.0,
+                        help="probe: decode the newest frame this often, record planner's missing")
     parser.add_argument('--frame-file', default='')
     parser.add_argument('--response-prefix', default='')
     parser.add_argument('--service', default='/working_memory/assemble')
     parser.add_argument('--cabin', default='planner')
+    parser.add_argument('--cabins', nargs='+', default=['planner', 'executor', 'monitor'])
     parser.add_argument('--calls', type=int, default=300)
     args = parser.parse_args(argv)
     rclpy.init()
     try:
         if args.role in ('load', 'flood'):
             node = Load(args.rate if args.role == 'load' else 0.0, args.keys, args.map_side,
-                        args.resolution)
+                        args.resolution, args.prefix, args.per_msg, args.fill)
             if args.role == 'flood':
+                _spin_until(node, node.matched, 20.0)
                 _spin_for(node, 0.5)
+                started = time.time()
                 node.flood(args.duration)
+                result = {**node.result(), 'started': started, 'ended': time.time()}
             else:
                 _spin_for(node, args.duration)
-            result = node.result()
+                result = node.result()
         elif args.role == 'probe':
-            node = Probe(FRAME_TOPIC)
+            node = Probe(FRAME_TOPIC, args.check_hz)
             _spin_until(node, lambda: bool(node.receipt), 20.0)
             _spin_for(node, args.duration)
             result = node.result()
         elif args.role == 'plain':
             node = PlainFrames(args.frame_file, args.tick_hz)
             _spin_for(node, args.duration)
-            result = {'board_received': node.board_received}
+            result = {'board_received': node.board_received, 'board_times': node.board_times,
+                      'tick_times': node.tick_times}
         elif args.role == 'plain_assemble':
             node = PlainAssemble(args.response_prefix + args.cabin + '.cdr', args.service)
             _spin_for(node, args.duration)
             result = {}
         elif args.role == 'capture':
             result = capture(args.frame_file, args.response_prefix, args.service,
-                             ['planner', 'executor', 'monitor'], args.duration)
+                             args.cabins, args.duration)
         else:
             result = round_trips(args.service, args.cabin, args.calls, args.duration)
         _write(args.out, result)

@@ -156,11 +156,44 @@ class Run:
                 process.wait()
 
 
-def node_command(tick_hz: float) -> list[str]:
-    """Return the command line of the real node, autostarted with the delivery config."""
-    return ['working_memory_node', '--autostart', '--ros-args', '--params-file', str(CONFIG),
-            '-p', f'tick_hz:={tick_hz}', '-p', 'diagnostics_period_s:=0.5',
+NODE = ('working_memory_node',)
+
+
+def node_command(tick_hz: float, node: tuple[str, ...] = NODE,
+                 params_file: pathlib.Path = CONFIG, overrides: tuple[str, ...] = ()) -> list[str]:
+    """Return the command line of the real node, autostarted with `params_file`.
+
+    `node` is the executable (with any leading arguments): another build of the node
+    for an A/B comparison in the same run; `overrides` are more `name:=value` parameters.
+    """
+    params = [arg for override in overrides for arg in ('-p', override)]
+    return [*node, '--autostart', '--ros-args', '--params-file', str(params_file),
+            '-p', f'tick_hz:={tick_hz}', '-p', 'diagnostics_period_s:=0.5', *params,
             '--log-level', 'warn']
+
+
+def bulk_config(path: pathlib.Path, items: int) -> pathlib.Path:
+    """Write a params file with one cabin selecting every `item:*` key, room for all of them."""
+    path.write_text(
+        '/**:\n  ros__parameters:\n'
+        f'    capacity: {items + 64}\n'
+        '    cabin_names: [bulk]\n'
+        '    cabins:\n      bulk:\n        board_keys: ["item:*"]\n', encoding='utf-8')
+    return path
+
+
+# Figure groups, each runnable alone (--only). soak runs only when asked (--soak).
+GROUPS = ('frames10', 'frames100', 'flood', 'burst', 'assemble', 'scaling', 'board100k',
+          'core')
+SELECTED_ITEMS = (10, 100, 1000, 5000)
+CHANGES_PER_TICK = 10
+BIG_BOARD_KEYS = 100_000
+BIG_BOARD_CHANGES_HZ = 1000.0   # [1/s] keys changed per second on the big board
+BIG_BOARD_TICK_HZ = 20.0        # [Hz]
+BIG_BOARD_CAPACITY = 256
+BURST_S = 3.0                   # [s] flood burst
+RECOVERY_WINDOW_S = 0.5         # [s] a window at >= 90 % of the nominal tick rate: recovered
+SOAK_KEYS = 1000                # live sensor keys in the soak (the monitor selects them)
 
 
 @dataclass
@@ -172,23 +205,40 @@ class Settings:
     settle_s: float = 2.0
     map_side: int = 4000
     board_hz: float = 1000.0
+    node: tuple[str, ...] = NODE
+    groups: tuple[str, ...] = GROUPS
+    selected: tuple[int, ...] = SELECTED_ITEMS
+    big_board_keys: int = BIG_BOARD_KEYS
+    soak_s: float = 0.0
+    quick: bool = False
 
 
-def _frames_under_load(workdir: pathlib.Path, env: dict, settings: Settings, tick_hz: float,
+@dataclass(frozen=True)
+class Scene:
+    """What runs beside the subject: the load's options, the probe's, and the tick rate."""
+
+    tick_hz: float
+    load: tuple[str, ...]
+    probe: tuple[str, ...] = ()
+    settle_s: float | None = None   # [s] before measuring; None: the settings' settle_s
+
+
+def _frames_under_load(workdir: pathlib.Path, env: dict, settings: Settings, scene: Scene,
                        subject: list[str] | None, frame_file: str) -> dict:
     """Run the subject (the node, or the plain baseline when None) with load and a probe."""
+    settle = settings.settle_s if scene.settle_s is None else scene.settle_s
     with Run(workdir, env) as run:
         if subject is None:
             target = run.role('plain', 'plain.json', '--frame-file', frame_file,
-                              '--tick-hz', str(tick_hz),
-                              '--duration', str(settings.settle_s + settings.measure_s + 5))
+                              '--tick-hz', str(scene.tick_hz),
+                              '--duration', str(settle + settings.measure_s + 5))
         else:
             target = run.start(subject)
-        load = run.role('load', 'load.json', '--rate', str(settings.board_hz),
-                        '--map-side', str(settings.map_side),
-                        '--duration', str(settings.settle_s + settings.measure_s + 1))
-        time.sleep(settings.settle_s)
-        probe = run.role('probe', 'probe.json', '--duration', str(settings.measure_s))
+        load = run.role('load', 'load.json', *scene.load,
+                        '--duration', str(settle + settings.measure_s + 1))
+        time.sleep(settle)
+        probe = run.role('probe', 'probe.json', *scene.probe,
+                         '--duration', str(settings.measure_s))
         cpu_start, started = cpu_seconds(target.pid), time.monotonic()
         result = run.result(probe, 'probe.json', settings.measure_s + 30)
         result['cpu_share'] = (cpu_seconds(target.pid) - cpu_start) / (time.monotonic() - started)
@@ -197,36 +247,132 @@ def _frames_under_load(workdir: pathlib.Path, env: dict, settings: Settings, tic
         return result
 
 
-def _capture(workdir: pathlib.Path, env: dict, settings: Settings) -> dict:
+def frame_rate(receipts: list[float]) -> float:
+    """Return frames per second [Hz] over the receipts (NaN with fewer than two)."""
+    if len(receipts) < 2 or receipts[-1] <= receipts[0]:
+        return float('nan')
+    return (len(receipts) - 1) / (receipts[-1] - receipts[0])
+
+
+def _load_options(settings: Settings, rate: float, *more: str) -> tuple[str, ...]:
+    return ('--rate', str(rate), '--map-side', str(settings.map_side), *more)
+
+
+def _capture(workdir: pathlib.Path, env: dict, settings: Settings,
+             subject: list[str] | None = None, load: tuple[str, ...] | None = None,
+             cabins: tuple[str, ...] = ('planner', 'executor', 'monitor'),
+             frame_file: str = 'frame.cdr') -> dict:
+    """Save a frame of the node (and each cabin's Assemble response); return their sizes."""
     with Run(workdir, env) as run:
-        run.start(node_command(10.0))
-        run.role('load', 'load.json', '--rate', '100', '--map-side', str(settings.map_side),
-                 '--duration', '30')
-        capture = run.role('capture', 'capture.json', '--frame-file', str(workdir / 'frame.cdr'),
-                           '--response-prefix', str(workdir / 'assemble_'), '--duration', '20')
-        return run.result(capture, 'capture.json', 60)
+        run.start(subject or node_command(10.0, settings.node))
+        run.role('load', 'load.json', *(load or _load_options(settings, 100.0)),
+                 '--duration', '60')
+        capture = run.role('capture', 'capture.json', '--frame-file', str(workdir / frame_file),
+                           '--response-prefix', str(workdir / 'assemble_'),
+                           '--cabins', *cabins, '--duration', '40')
+        return run.result(capture, 'capture.json', 90)
+
+
+def _in_window(times: list[float], start: float, end: float) -> list[float]:
+    return [t for t in times if start <= t <= end]
 
 
 def _flood(workdir: pathlib.Path, env: dict, settings: Settings, baseline: bool,
-           frame_file: str) -> float:
-    """Return board messages taken per second while ticking at 100 Hz under a flood."""
+           frame_file: str) -> dict:
+    """Return board messages taken per second and ticks/s at 100 Hz under a flood."""
     duration = settings.measure_s
     with Run(workdir, env) as run:
         if baseline:
-            plain = run.role('plain', 'plain.json', '--frame-file', frame_file, '--tick-hz', '100',
-                             '--duration', str(settings.settle_s + duration + 1))
+            subject = run.role('plain', 'plain.json', '--frame-file', frame_file,
+                               '--tick-hz', '100',
+                               '--duration', str(settings.settle_s + duration + 3))
         else:
-            run.start(node_command(100.0))
-            probe = run.role('probe', 'probe.json',
-                             '--duration', str(settings.settle_s + duration + 1.5))
+            run.start(node_command(100.0, settings.node))
+            subject = run.role('probe', 'probe.json',
+                               '--duration', str(settings.settle_s + duration + 2))
         time.sleep(settings.settle_s)
         flood = run.role('flood', 'flood.json', '--duration', str(duration),
                          '--map-side', '100')
-        run.result(flood, 'flood.json', duration + 30)
+        sent = run.result(flood, 'flood.json', duration + 30)
+        start, end = sent['started'], sent['ended']
         if baseline:
-            return run.result(plain, 'plain.json', 30)['board_received'] / duration
-        samples = run.result(probe, 'probe.json', 30)['board_received']
-        return rate_from_counts([(t, v) for t, v in samples])
+            plain = run.result(subject, 'plain.json', 30)
+            taken = len(_in_window(plain['board_times'], start, end)) / (end - start)
+            ticks = len(_in_window(plain['tick_times'], start, end)) / (end - start)
+        else:
+            probe = run.result(subject, 'probe.json', 30)
+            samples = [(t, int(values['board.received'])) for t, values in probe['board']
+                       if start <= t <= end]
+            taken = rate_from_counts(samples)
+            ticks = len(_in_window(probe['receipt'], start, end)) / (end - start)
+        return {'taken': taken, 'ticks': ticks, 'sent': sent['messages'] / (end - start)}
+
+
+def recovery_time(receipts: list[float], after: float, tick_hz: float,
+                  window_s: float = RECOVERY_WINDOW_S, horizon_s: float = 30.0) -> float:
+    """Return [s] from `after` to the first window of `window_s` with >= 90 % of the ticks.
+
+    NaN when no such window starts within `horizon_s` of `after` in the receipts.
+    """
+    times = np.asarray(sorted(receipts))
+    need = 0.9 * tick_hz * window_s
+    for start in np.arange(after, min(after + horizon_s, times[-1] if len(times) else after),
+                           0.05):
+        count = np.count_nonzero((times >= start) & (times < start + window_s))
+        if count >= need and start + window_s <= times[-1] + 1e-9:
+            return float(start - after)
+    return float('nan')
+
+
+def _counters(probe: dict) -> dict[str, float]:
+    """Return the node's last reported board.* counters (numbers only)."""
+    if not probe['board']:
+        return {}
+    last = probe['board'][-1][1]
+    values = {}
+    for key, value in last.items():
+        try:
+            values[key] = float(value)
+        except ValueError:
+            continue
+    return values
+
+
+def _burst(workdir: pathlib.Path, env: dict, settings: Settings) -> dict:
+    """Flood the node for BURST_S under its 100 Hz + 1 kHz load; how it copes and recovers."""
+    before, after = 2.0, 7.0
+    burst = 1.0 if settings.quick else BURST_S
+    with Run(workdir, env) as run:
+        run.start(node_command(100.0, settings.node))
+        load = run.role('load', 'load.json', *_load_options(settings, settings.board_hz),
+                        '--duration', str(settings.settle_s + before + burst + after))
+        time.sleep(settings.settle_s)
+        probe = run.role('probe', 'probe.json', '--check-hz', '5',
+                         '--duration', str(before + burst + after + 3))
+        time.sleep(before)
+        flood = run.role('flood', 'flood.json', '--duration', str(burst), '--map-side', '100')
+        sent = run.result(flood, 'flood.json', burst + 30)
+        loaded = run.result(load, 'load.json', after + 30)
+        result = run.result(probe, 'probe.json', after + 30)
+    start, end = sent['started'], sent['ended']
+    receipts = result['receipt']
+    counters = _counters(result)
+    messages = sent['messages'] + loaded['messages']
+    lost = counters.get('board.lost', 0.0)
+    checks = [(t, missing) for t, _, missing in result['planner_missing'] if t >= start]
+    return {
+        'nominal': len(_in_window(receipts, start - before, start)) / before,
+        'during': len(_in_window(receipts, start, end)) / (end - start),
+        'burst_s': end - start,
+        'flood_hz': sent['messages'] / (end - start),
+        'recovery_s': recovery_time(receipts, end, 100.0),
+        'lost': lost,
+        'silent': messages - counters.get('board.received', 0.0) - lost,
+        'sent': messages,
+        'goal_pose_missing': sum(1 for _, missing in checks
+                                 if 'pose' in missing or 'goal:*' in missing),
+        'checks': len(checks),
+    }
 
 
 def _round_trips(workdir: pathlib.Path, env: dict, settings: Settings, cabin: str,
@@ -236,57 +382,216 @@ def _round_trips(workdir: pathlib.Path, env: dict, settings: Settings, cabin: st
             run.role('plain_assemble', 'plain.json', '--response-prefix',
                      str(workdir / 'assemble_'), '--cabin', cabin, '--duration', '120')
         else:
-            run.start(node_command(10.0))
-            run.role('load', 'load.json', '--rate', '100', '--map-side', str(settings.map_side),
-                     '--duration', '120')
+            run.start(node_command(10.0, settings.node))
+            run.role('load', 'load.json', *_load_options(settings, 100.0), '--duration', '120')
             time.sleep(settings.settle_s)
         rtt = run.role('rtt', 'rtt.json', '--cabin', cabin, '--calls', '300', '--duration', '20')
         return percentile(run.result(rtt, 'rtt.json', 120)['rtt_ms'], 50)
 
 
+def _repeat(settings: Settings, measure_once) -> tuple:
+    return tuple(measure_once() for _ in range(settings.repeats))
+
+
+def _frame_figures(workdir, env, settings: Settings, frame_file: str,
+                   tick_hz: float) -> list[Figure]:
+    scene = Scene(tick_hz, _load_options(settings, settings.board_hz))
+    ours, plain = [], []
+    for _ in range(settings.repeats):
+        ours.append(_frames_under_load(workdir, env, settings, scene,
+                                       node_command(tick_hz, settings.node), frame_file))
+        plain.append(_frames_under_load(workdir, env, settings, scene, None, frame_file))
+    load = f'{tick_hz:g} Hz + {settings.board_hz:g} Hz board'
+    figures = [Figure(f'frame latency p{q}, {load}', 'ms',
+                      tuple(percentile(r['latency_ms'], q) for r in ours),
+                      tuple(percentile(r['latency_ms'], q) for r in plain), 'plain node')
+               for q in (50, 99)]
+    figures.append(Figure(f'node CPU, {load}', '% core',
+                          tuple(100 * r['cpu_share'] for r in ours),
+                          tuple(100 * r['cpu_share'] for r in plain), 'plain node'))
+    figures.append(Figure(f'late frames, {tick_hz:g} Hz', '%',
+                          tuple(100 * late_share(r['receipt'], 1 / tick_hz) for r in ours),
+                          tuple(100 * late_share(r['receipt'], 1 / tick_hz) for r in plain),
+                          'plain node'))
+    return figures
+
+
+def _flood_figures(workdir, env, settings: Settings, frame_file: str) -> list[Figure]:
+    ours = _repeat(settings, lambda: _flood(workdir, env, settings, False, frame_file))
+    plain = _repeat(settings, lambda: _flood(workdir, env, settings, True, frame_file))
+    sent = statistics.median(r['sent'] for r in ours + plain)
+    return [Figure(f'board msgs taken/s, flood (~{sent:.3g} msg/s sent) + 100 Hz ticks',
+                   'msg/s', tuple(r['taken'] for r in ours), tuple(r['taken'] for r in plain),
+                   'plain node'),
+            Figure('ticks/s under that flood', 'Hz', tuple(r['ticks'] for r in ours),
+                   tuple(r['ticks'] for r in plain), 'plain node')]
+
+
+def _burst_figures(workdir, env, settings: Settings) -> list[Figure]:
+    runs = _repeat(settings, lambda: _burst(workdir, env, settings))
+    flood = statistics.median(r['flood_hz'] for r in runs)
+    return [
+        Figure('ticks/s before a flood burst (100 Hz + 1 kHz board)', 'Hz',
+               tuple(r['nominal'] for r in runs)),
+        Figure(f'ticks/s during the burst (~{flood:.3g} msg/s for '
+               f'{statistics.median(r["burst_s"] for r in runs):.2g} s)', 'Hz',
+               tuple(r['during'] for r in runs)),
+        Figure('back at >= 90 % of 100 Hz after the burst', 's',
+               tuple(r['recovery_s'] for r in runs)),
+        Figure('board updates lost in the run, counted on /diagnostics', 'msgs',
+               tuple(r['lost'] for r in runs)),
+        Figure('board updates lost silently (sent - taken - counted)', 'msgs',
+               tuple(r['silent'] for r in runs)),
+        Figure('planner packs without goal or pose, during/after the burst', 'packs',
+               tuple(r['goal_pose_missing'] for r in runs)),
+    ]
+
+
+def _scaling_figures(workdir, env, settings: Settings) -> list[Figure]:
+    """CPU per tick against the number of selected items, CHANGES_PER_TICK changing a tick."""
+    tick_hz = 10.0
+    figures = []
+    for items in settings.selected:
+        config = bulk_config(workdir / f'bulk_{items}.yaml', items)
+        subject = node_command(tick_hz, settings.node, config)
+        load = ('--rate', str(tick_hz), '--keys', str(items), '--prefix', 'item:',
+                '--per-msg', str(min(items, CHANGES_PER_TICK)), '--fill',
+                '--map-side', '100')
+        frame_file = f'bulk_{items}.cdr'
+        _capture(workdir, env, settings, subject, load, ('bulk',), frame_file)
+        scene = Scene(tick_hz, load, settle_s=settings.settle_s + 1.0)
+        ours, plain = [], []
+        for _ in range(settings.repeats):
+            for sink, who in ((ours, subject), (plain, None)):
+                result = _frames_under_load(workdir, env, settings, scene, who,
+                                            str(workdir / frame_file))
+                sink.append(1e3 * result['cpu_share'] / frame_rate(result['receipt']))
+        figures.append(Figure(f'CPU per tick, {items} selected items, '
+                              f'{min(items, CHANGES_PER_TICK)} changing', 'ms',
+                              tuple(ours), tuple(plain), 'plain node, same frame'))
+    return figures
+
+
+def _board100k_figures(workdir, env, settings: Settings) -> list[Figure]:
+    keys = settings.big_board_keys
+    per_msg = 10
+    scene = Scene(BIG_BOARD_TICK_HZ,
+                  _load_options(settings, BIG_BOARD_CHANGES_HZ / per_msg, '--keys', str(keys),
+                                '--prefix', 'noise:', '--per-msg', str(per_msg), '--fill'),
+                  settle_s=settings.settle_s + keys / 10_000)
+    subject = node_command(BIG_BOARD_TICK_HZ, settings.node,
+                           overrides=(f'capacity:={BIG_BOARD_CAPACITY}',))
+    runs = _repeat(settings, lambda: _frames_under_load(workdir, env, settings, scene, subject,
+                                                        ''))
+    name = f'{keys:,} board keys, {BIG_BOARD_CHANGES_HZ:g} changes/s, capacity ' \
+           f'{BIG_BOARD_CAPACITY}'
+    return [Figure(f'ticks/s, {name} (target {BIG_BOARD_TICK_HZ:g})', 'Hz',
+                   tuple(frame_rate(r['receipt']) for r in runs)),
+            Figure(f'node CPU, {name}', '% core', tuple(100 * r['cpu_share'] for r in runs)),
+            Figure(f'frame latency p50, {name}', 'ms',
+                   tuple(percentile(r['latency_ms'], 50) for r in runs))]
+
+
+def rss_mib(pid: int) -> float:
+    """Return the resident set size [MiB] of a live process (from /proc)."""
+    for line in pathlib.Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) / 1024
+    return float('nan')
+
+
+def rss_slope(samples: list[tuple[float, float]]) -> float:
+    """Return the least-squares slope [MiB/min] of (time [s], RSS [MiB]) samples."""
+    if len(samples) < 2:
+        return float('nan')
+    times, values = np.asarray(samples).T
+    return float(np.polyfit(times / 60.0, values, 1)[0])
+
+
+def _soak_figures(workdir, env, settings: Settings) -> list[Figure]:
+    """Run the node at 100 Hz + 1 kHz board for soak_s; RSS from /proc every 5 s."""
+    warmup = min(60.0, settings.soak_s / 4)
+    with Run(workdir, env) as run:
+        node = run.start(node_command(100.0, settings.node))
+        run.role('load', 'load.json', *_load_options(settings, settings.board_hz),
+                 '--keys', str(SOAK_KEYS), '--duration', str(settings.soak_s + 5))
+        probe = run.role('probe', 'probe.json', '--duration', str(settings.soak_s))
+        started = time.monotonic()
+        cpu_start = cpu_seconds(node.pid)
+        samples = []
+        while probe.poll() is None:
+            samples.append((time.monotonic() - started, rss_mib(node.pid)))
+            time.sleep(5.0)
+        cpu = (cpu_seconds(node.pid) - cpu_start) / (time.monotonic() - started)
+        result = run.result(probe, 'probe.json', 30)
+    warm = [(t, rss) for t, rss in samples if t >= warmup]
+    half = [(t, rss) for t, rss in warm if t >= (warmup + settings.soak_s) / 2]
+    name = f'soak {settings.soak_s / 60:g} min, 100 Hz + {settings.board_hz:g} Hz board ' \
+           f'over {SOAK_KEYS} keys'
+    return [Figure(f'RSS after {warmup:g} s warm-up, {name}', 'MiB', (warm[0][1],)),
+            Figure(f'RSS at the end, {name}', 'MiB', (samples[-1][1],)),
+            Figure(f'RSS growth, second half, {name}', 'MiB/min', (rss_slope(half),)),
+            Figure(f'ticks/s, {name}', 'Hz', (frame_rate(result['receipt']),)),
+            Figure(f'node CPU, {name}', '% core', (100 * cpu,))]
+
+
+def _core_figures(settings: Settings) -> list[Figure]:
+    """Return the core benchmark's headline figures (bench/core.py) as rows of this table."""
+    from working_memory.bench import core
+    side = core.QUICK_MAP_SIDE if settings.quick else core.MAP_SIDE
+    frames = 5 if settings.quick else 300
+    means = []
+    for _ in range(settings.repeats):
+        row = core.assembly_rows(side, frames, 500, 5, 256)[0]
+        means.append(float(row[1]))
+    figures = [Figure('core: three-cabin frame, mean (make bench; target <= 1 ms)', 'ms',
+                      tuple(means))]
+    ops = 200 if settings.quick else 20_000
+    for capacity in (core.QUICK_CAPACITIES if settings.quick else core.CAPACITIES):
+        costs = core.measure_capacity(capacity, ops)['evict']
+        figures.append(Figure(f'core: evict per op at {capacity:,} (target <= 2x)', 'us',
+                              (costs['ours'] * 1e6,), (costs['cachetools'] * 1e6,),
+                              'cachetools.LRUCache'))
+    return figures
+
+
 def measure(settings: Settings, domain: int) -> list[Figure]:
-    """Run every figure `settings.repeats` times; return the table rows."""
+    """Run every figure group of `settings` `settings.repeats` times; return the table rows."""
     env = {**os.environ, 'ROS_DOMAIN_ID': str(domain),
            'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+    groups = settings.groups
+    figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix='wm_bench_') as tmp:
         workdir = pathlib.Path(tmp)
-        sizes = _capture(workdir, env, settings)
         frame_file = str(workdir / 'frame.cdr')
-        figures: list[Figure] = [Figure('frame size (serialized)', 'kB', (sizes['frame'] / 1e3,))]
-        for tick_hz in (10.0, 100.0):
-            ours, plain = [], []
-            for _ in range(settings.repeats):
-                ours.append(_frames_under_load(workdir, env, settings, tick_hz,
-                                               node_command(tick_hz), frame_file))
-                plain.append(_frames_under_load(workdir, env, settings, tick_hz, None,
-                                                frame_file))
-            for q in (50, 99):
+        if {'frames10', 'frames100', 'flood', 'assemble'} & set(groups):
+            sizes = _capture(workdir, env, settings)
+            figures.append(Figure('frame size (serialized)', 'kB', (sizes['frame'] / 1e3,)))
+        for tick_hz, group in ((10.0, 'frames10'), (100.0, 'frames100')):
+            if group in groups:
+                figures += _frame_figures(workdir, env, settings, frame_file, tick_hz)
+        if 'flood' in groups:
+            figures += _flood_figures(workdir, env, settings, frame_file)
+        if 'burst' in groups:
+            figures += _burst_figures(workdir, env, settings)
+        if 'assemble' in groups:
+            for cabin in ('planner', 'monitor'):
                 figures.append(Figure(
-                    f'frame latency p{q}, {tick_hz:g} Hz + {settings.board_hz:g} Hz board', 'ms',
-                    tuple(percentile(r['latency_ms'], q) for r in ours),
-                    tuple(percentile(r['latency_ms'], q) for r in plain), 'plain node'))
-            figures.append(Figure(
-                f'node CPU, {tick_hz:g} Hz ticks + {settings.board_hz:g} Hz board', '% core',
-                tuple(100 * r['cpu_share'] for r in ours),
-                tuple(100 * r['cpu_share'] for r in plain), 'plain node'))
-            figures.append(Figure(
-                f'late frames, {tick_hz:g} Hz', '%',
-                tuple(100 * late_share(r['receipt'], 1 / tick_hz) for r in ours),
-                tuple(100 * late_share(r['receipt'], 1 / tick_hz) for r in plain), 'plain node'))
-        figures.append(Figure(
-            'board msgs taken/s, flood + 100 Hz ticks', 'msg/s',
-            tuple(_flood(workdir, env, settings, False, frame_file)
-                  for _ in range(settings.repeats)),
-            tuple(_flood(workdir, env, settings, True, frame_file)
-                  for _ in range(settings.repeats)), 'plain node'))
-        for cabin in ('planner', 'monitor'):
-            figures.append(Figure(
-                f'~/assemble RTT p50, {cabin} pack ({sizes[cabin] / 1e3:.1f} kB)', 'ms',
-                tuple(_round_trips(workdir, env, settings, cabin, False)
-                      for _ in range(settings.repeats)),
-                tuple(_round_trips(workdir, env, settings, cabin, True)
-                      for _ in range(settings.repeats)), 'plain service, same response'))
-        return figures
+                    f'~/assemble RTT p50, {cabin} pack ({sizes[cabin] / 1e3:.1f} kB)', 'ms',
+                    _repeat(settings, lambda: _round_trips(workdir, env, settings, cabin,
+                                                           False)),
+                    _repeat(settings, lambda: _round_trips(workdir, env, settings, cabin,
+                                                           True)),
+                    'plain service, same response'))
+        if 'scaling' in groups:
+            figures += _scaling_figures(workdir, env, settings)
+        if 'board100k' in groups:
+            figures += _board100k_figures(workdir, env, settings)
+        if settings.soak_s > 0:
+            figures += _soak_figures(workdir, env, settings)
+    if 'core' in groups:
+        figures += _core_figures(settings)
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -300,11 +605,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--map-side', type=int, default=4000,
                         help='cells per side of the square map (0.05 m/cell)')
     parser.add_argument('--domain', type=int, default=int(os.environ.get('WM_BENCH_DOMAIN', 77)))
+    parser.add_argument('--only', nargs='+', choices=GROUPS, default=GROUPS,
+                        help='figure groups to run (default: all)')
+    parser.add_argument('--soak', action='store_true',
+                        help='also the 10-minute soak at 100 Hz + 1 kHz (RSS from /proc)')
+    parser.add_argument('--soak-s', type=float, default=600.0, help='soak duration [s]')
+    parser.add_argument('--node', default=' '.join(NODE),
+                        help='command that runs the node (an A/B build), default %(default)s')
     args = parser.parse_args(argv)
-    settings = Settings(repeats=1 if args.quick else args.repeats,
-                        measure_s=2.0 if args.quick else args.measure_s,
-                        settle_s=1.5 if args.quick else 2.0,
-                        map_side=500 if args.quick else args.map_side)
+    quick = args.quick
+    settings = Settings(repeats=1 if quick else args.repeats,
+                        measure_s=2.0 if quick else args.measure_s,
+                        settle_s=1.5 if quick else 2.0,
+                        map_side=500 if quick else args.map_side,
+                        node=tuple(args.node.split()),
+                        groups=tuple(g for g in GROUPS if g in args.only),
+                        selected=(10, 100) if quick else SELECTED_ITEMS,
+                        big_board_keys=5000 if quick else BIG_BOARD_KEYS,
+                        soak_s=(min(args.soak_s, 30.0) if quick else args.soak_s)
+                        if args.soak else 0.0,
+                        quick=quick)
     started = time.monotonic()
     figures = measure(settings, args.domain)
     print(f'ROS-level benchmark: {settings.repeats} repetition(s) of {settings.measure_s:g} s, '

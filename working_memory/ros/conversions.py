@@ -45,6 +45,7 @@ from working_memory.ros.inputs import (BoardBatch, board_batch_from_msg,  # noqa
                                        seconds_from_duration, seconds_from_time)
 from working_memory.ros.params import (ParamSpec, ParamType, check_value, coerce,
                                        param_spec)
+from working_memory.ros.wire import FrameEncoder
 
 # -- time ------------------------------------------------------------------
 
@@ -197,11 +198,47 @@ def failed_response(response, message: str):
     return response
 
 
-def assemble_response(response, pack: Pack, map_frame: str):
-    """Fill an Assemble response with the pack exactly as its frame published it."""
+def assemble_response(response, pack: Pack, map_frame: str, output: FrameOutput | None = None):
+    """Fill an Assemble response with the pack exactly as its frame published it.
+
+    With `output`, a pack asked for again is not converted again.
+    """
     response.success = True
-    response.pack = context_pack_msg(pack, map_frame)
+    response.pack = (context_pack_msg(pack, map_frame) if output is None
+                     else output.pack_msg(pack, map_frame))
     return response
+
+
+class FrameOutput:
+    """What the node publishes of its frames, converted once per frame or pack.
+
+    `frame_bytes` serializes a frame for rclpy's serialized publishing (ros/wire.py:
+    no message objects, pieces shared with the previous frame reused); `pack_msg`
+    converts a pack for `~/assemble` once, however often it is asked for.
+    """
+
+    def __init__(self, packs_kept: int = 16):
+        self._encoder = FrameEncoder(
+            {kind: getattr(LogEvent, kind.value) for kind in EventKind},
+            {reason: getattr(MissingItem, reason.value) for reason in MissingReason})
+        self._packs: dict[int, tuple[Pack, str, ContextPack]] = {}
+        self._packs_kept = packs_kept
+
+    def frame_bytes(self, frame: Frame, map_frame: str,
+                    inputs_received: Mapping[str, int] | None = None) -> bytes:
+        """Return `frame` as the serialized ContextFrame `context_frame_msg` would give."""
+        return self._encoder.frame(frame, map_frame, inputs_received)
+
+    def pack_msg(self, pack: Pack, map_frame: str) -> ContextPack:
+        """Return the pack's ContextPack, converted once per pack (the latest few are kept)."""
+        cached = self._packs.get(id(pack))
+        if cached is not None and cached[0] is pack and cached[1] == map_frame:
+            return cached[2]
+        msg = context_pack_msg(pack, map_frame)
+        self._packs[id(pack)] = (pack, map_frame, msg)
+        while len(self._packs) > self._packs_kept:
+            del self._packs[next(iter(self._packs))]
+        return msg
 
 
 def explain_response(response, answer: Explanation):
@@ -376,6 +413,15 @@ def diagnostic_array(statuses: list[Status], node_name: str, stamp: float) -> Di
 def incompatible_qos_policy(info) -> str:
     """Return the policy name of a QoS incompatibility event (e.g. 'DURABILITY')."""
     return qos_policy_name_from_kind(info.last_policy_kind)
+
+
+def publication(info: Mapping[str, Any]) -> tuple[bytes, int | None]:
+    """Return (publisher id, the publisher's number of the message) from rclpy's message info.
+
+    The number is None when the middleware does not give one.
+    """
+    gid = info.get('publisher_gid') or {}
+    return bytes(gid.get('data', b'')), info.get('publication_sequence_number')
 
 # -- board owners (outbound) -----------------------------------------------
 # board_update_msg serves every board owner (the simulator, planner `route`,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from working_memory.core.items import Missing
+from working_memory.ros.intake import SequenceGaps
 
 
 class Level(enum.IntEnum):
@@ -77,9 +78,19 @@ class InputHealth:
     rejected: int = 0
     rejected_reported: int = 0
     last_rejection: str = ''
-    lost: int = 0
+    lost_reported: int = 0   # the middleware's message-lost count
+    gaps: SequenceGaps = field(default_factory=SequenceGaps)
     incompatible_qos: int = 0
     incompatible_policy: str = ''
+
+    @property
+    def lost(self) -> int:
+        """Updates known lost: the larger of the middleware's count and the sequence gaps.
+
+        Both may count the same message (a sample the writer gave up on is a gap
+        too), so they are not added; each alone is a lower bound.
+        """
+        return max(self.lost_reported, self.gaps.missed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +129,17 @@ class Health:
         self._outputs_incompatible: dict[str, tuple[int, str]] = {}
         self.ticks = TickHealth()
 
-    def received(self, topic: str, now: float) -> None:
-        """Count a message that arrived on `topic` at effective time `now` [s]."""
+    def received(self, topic: str, now: float, publisher: bytes = b'',
+                 sequence: int | None = None) -> None:
+        """Count a message that arrived on `topic` at effective time `now` [s].
+
+        `sequence` is the number `publisher` gave it (None when unknown): a jump
+        in one publisher's numbers counts the updates that never arrived.
+        """
         state = self._inputs[topic]
         state.received += 1
         state.last_received = now
+        state.gaps.observe(publisher, sequence)
 
     def received_counts(self) -> dict[str, int]:
         """Return {input topic: messages received so far}, rejected ones included."""
@@ -136,7 +153,7 @@ class Health:
 
     def lost(self, topic: str, total: int) -> None:
         """Record the middleware's count of messages lost on `topic`."""
-        self._inputs[topic].lost = total
+        self._inputs[topic].lost_reported = total
 
     def input_incompatible(self, topic: str, total: int, policy: str) -> None:
         """Record a publisher on input `topic` whose QoS does not match ours."""
@@ -213,7 +230,9 @@ class Health:
                        (f'{topic}.age_s', age),
                        (f'{topic}.rejected', str(state.rejected)),
                        (f'{topic}.last_rejection', state.last_rejection),
-                       (f'{topic}.lost', str(state.lost))]
+                       (f'{topic}.lost', str(state.lost)),
+                       (f'{topic}.lost_reported', str(state.lost_reported)),
+                       (f'{topic}.lost_gaps', str(state.gaps.missed))]
             if state.rejected > state.rejected_reported:
                 problems.append(f'{topic}: {state.rejected - state.rejected_reported} rejected')
                 state.rejected_reported = state.rejected

@@ -50,11 +50,18 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        cabin_param_specs, cabin_specs, check_known,
                                        check_parameter, check_refused, config_from_values,
                                        drop_cabin, drop_param_spec)
-from working_memory.ros.spin import run_node
+from working_memory.ros.spin import Polled, drain, run_node
 from working_memory.ros.views import Views
 from working_memory.srv import Assemble, Explain
 
 NOT_ACTIVE = 'node is not active'
+# Board and log are taken in batches (spin.Polled): before each tick, and every
+# INTAKE_PERIOD_S [s] on the steady clock in every configured state, at most
+# INTAKE_BUDGET_S [s] per topic each time (less when a tick is due sooner). The
+# 1000-deep input queue holds 20 ms of a 50 kHz stream.
+INTAKE_PERIOD_S = 0.02
+INTAKE_BUDGET_S = 0.008
+TICK_INTAKE_BUDGET_S = 0.002
 
 
 @dataclass
@@ -69,6 +76,7 @@ class Memory:
     assembler: Assembler
     frames: FrameStore
     health: Health
+    output: conv.FrameOutput
     grid: GridMap | None = None
     pose: tuple[float, float] | None = None
     tick: int = 0
@@ -113,6 +121,10 @@ class WorkingMemoryNode(LifecycleNode):
         self._memory: Memory | None = None
         self._active = False
         self._entities: list[Subscription | Service] = []
+        # board and log: polled (they never wake the executor), taken by _take_inputs.
+        self._inputs: dict[str, Subscription] = {}
+        self._polled = Polled()
+        self._intake_timer: Timer | None = None
         self._jump_handle: JumpHandle | None = None
         self._timer: Timer | None = None
         self._frame_pub = self._evictions_pub = None
@@ -245,17 +257,16 @@ class WorkingMemoryNode(LifecycleNode):
                       assembler=Assembler(manifests, working_set, pose_key=(
                           config.pose_key if config.pose_source == 'board' else None)),
                       frames=FrameStore(config.frames_kept),
-                      health=Health(inputs, working_set.timebase.observe(self._now())))
+                      health=Health(inputs, working_set.timebase.observe(self._now())),
+                      output=conv.FrameOutput())
 
     def _create_entities(self, config: NodeConfig) -> None:
         """Create subscriptions, publishers, services and the clock-jump handler."""
         self._entities += [
-            self.create_subscription(BoardUpdate, 'board', self._on_board, qos.input_qos(),
-                                     event_callbacks=self._input_events('board')),
+            self._input(BoardUpdate, 'board', self._on_board),
             self.create_subscription(OccupancyGrid, 'map', self._on_map, qos.map_qos(),
                                      event_callbacks=self._input_events('map')),
-            self.create_subscription(LogEvent, 'log', self._on_log, qos.input_qos(),
-                                     event_callbacks=self._input_events('log')),
+            self._input(LogEvent, 'log', self._on_log),
         ]
         pose_topic = self._pose_topic(config)
         if pose_topic:
@@ -281,6 +292,8 @@ class WorkingMemoryNode(LifecycleNode):
             self.create_service(Assemble, '~/assemble', self._handle_assemble),
             self.create_service(Explain, '~/explain', self._handle_explain),
         ]
+        self._intake_timer = self.create_timer(INTAKE_PERIOD_S, self._on_intake,
+                                               clock=Clock(clock_type=ClockType.STEADY_TIME))
         # Any backward jump (a simulation reset) starts a new epoch.
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
@@ -292,9 +305,13 @@ class WorkingMemoryNode(LifecycleNode):
         if self._jump_handle is not None:
             self._jump_handle.unregister()
             self._jump_handle = None
+        if self._intake_timer is not None:
+            self.destroy_timer(self._intake_timer)
+            self._intake_timer = None
         for entity in self._entities:
             self._destroy(entity)
         self._entities.clear()
+        self._inputs.clear()
         for publisher in (self._frame_pub, self._evictions_pub):
             if publisher is not None:
                 self.destroy_lifecycle_publisher(publisher)
@@ -405,6 +422,8 @@ class WorkingMemoryNode(LifecycleNode):
     def _on_tick(self) -> None:
         """Assemble and freeze one frame, then publish it, its evictions and diagnostics."""
         started = time.perf_counter()
+        # What arrived before the tick's time is in its frame.
+        self._take_inputs(TICK_INTAKE_BUDGET_S)
         memory = self._memory
         now = self._now()
         effective = memory.timebase.observe(now)
@@ -416,7 +435,7 @@ class WorkingMemoryNode(LifecycleNode):
         # The receipt per input topic lets an offline replay apply exactly what this tick saw.
         received = {self.resolve_topic_name(topic): count
                     for topic, count in memory.health.received_counts().items()}
-        self._frame_pub.publish(conv.context_frame_msg(frame, config.map_frame, received))
+        self._frame_pub.publish(memory.output.frame_bytes(frame, config.map_frame, received))
         if self._views is not None:
             self._views.publish(frame, memory.pose)
         evictions = memory.pending_evictions + list(frame.evictions)
@@ -488,18 +507,34 @@ class WorkingMemoryNode(LifecycleNode):
 
     # -- inputs -----------------------------------------------------------------
 
-    def _on_board(self, msg: BoardUpdate) -> None:
-        memory, now = self._received('board')
+    def _on_board(self, msg: BoardUpdate, info: dict) -> None:
+        memory, now = self._received('board', info)
         batch = conv.board_batch_from_msg(msg, now)
         for error in batch.errors:
             self._reject('board', error)
         self._checked('board', memory.board.apply, batch.entries, batch.removed_keys)
 
-    def _on_log(self, msg: LogEvent) -> None:
-        memory, now = self._received('log')
+    def _on_log(self, msg: LogEvent, info: dict) -> None:
+        memory, now = self._received('log', info)
         event = self._checked('log', conv.event_from_msg, msg, now)
         if event is not None:
             memory.log.append(event)
+
+    def _take_inputs(self, budget_s: float) -> None:
+        """Take what board and log queued, for at most `budget_s` [s] each (see spin.Polled)."""
+        for topic, callback in (('board', self._on_board), ('log', self._on_log)):
+            subscription = self._inputs.get(topic)
+            if subscription is not None:
+                for msg, info in drain(subscription, budget_s):
+                    callback(msg, info)
+
+    def _on_intake(self) -> None:
+        """Take queued inputs between ticks, in every configured state; leave room for a tick."""
+        until_tick = None if self._timer is None else self._timer.time_until_next_call()
+        budget = INTAKE_BUDGET_S
+        if until_tick is not None:
+            budget = min(budget, 0.5e-9 * until_tick)
+        self._take_inputs(budget)
 
     def _on_map(self, msg: OccupancyGrid) -> None:
         memory, _ = self._received('map')
@@ -513,11 +548,23 @@ class WorkingMemoryNode(LifecycleNode):
         if pose is not None:
             memory.pose = pose
 
-    def _received(self, topic: str) -> tuple[Memory, float]:
-        """Count a message on `topic`; return the memory and the ROS time [s] of receipt."""
+    def _received(self, topic: str, info: dict | None = None) -> tuple[Memory, float]:
+        """Count a message on `topic`; return the memory and the ROS time [s] of receipt.
+
+        With its message `info`, a gap in the publisher's sequence numbers counts as lost.
+        """
         memory, now = self._memory, self._now()
-        memory.health.received(topic, memory.timebase.observe(now))
+        memory.health.received(topic, memory.timebase.observe(now),
+                               *(conv.publication(info) if info else ()))
         return memory, now
+
+    def _input(self, msg_type: type, topic: str, callback: Callable) -> Subscription:
+        """Subscribe a stream input (board, log): the node takes it itself, in batches."""
+        subscription = self.create_subscription(msg_type, topic, callback, qos.input_qos(),
+                                                callback_group=self._polled,
+                                                event_callbacks=self._input_events(topic))
+        self._inputs[topic] = subscription
+        return subscription
 
     def _checked(self, topic: str, function: Callable, *args: Any) -> Any:
         """Return `function(*args)`; bad input (ValueError) is logged, counted, and gives None."""
@@ -560,7 +607,8 @@ class WorkingMemoryNode(LifecycleNode):
             pack = self._frame(query.tick).pack(query.cabin)
         except (LookupError, ValueError) as error:
             return conv.failed_response(response, str(error))
-        return conv.assemble_response(response, pack, self._memory.config.map_frame)
+        return conv.assemble_response(response, pack, self._memory.config.map_frame,
+                                      self._memory.output)
 
     def _handle_explain(self, request: Explain.Request,
                         response: Explain.Response) -> Explain.Response:

@@ -1,0 +1,48 @@
+"""Sequence-gap counting: every update a publisher wrote after the first one heard is accounted."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from working_memory.ros.intake import SequenceGaps
+
+
+def test_a_jump_in_one_publishers_numbers_counts_the_updates_in_between():
+    gaps = SequenceGaps()
+    assert [gaps.observe(b'a', n) for n in (7, 8, 12, 13)] == [0, 0, 3, 0]
+    assert gaps.observe(b'b', 100) == 0   # another publisher starts where it is first heard
+    assert gaps.observe(b'b', 102) == 1
+    assert gaps.missed == 4
+
+
+def test_duplicates_reordering_and_unnumbered_updates_count_nothing():
+    gaps = SequenceGaps()
+    for number in (5, 6, 6, 4, None, 7):
+        assert gaps.observe(b'a', number) == 0
+    assert gaps.missed == 0
+
+
+def test_the_least_recently_heard_publisher_is_forgotten_beyond_the_limit():
+    gaps = SequenceGaps(max_publishers=2)
+    gaps.observe(b'a', 1)
+    gaps.observe(b'b', 1)
+    gaps.observe(b'a', 2)
+    gaps.observe(b'c', 1)           # forgets b, heard least recently
+    assert gaps.publishers == 2
+    assert gaps.observe(b'a', 5) == 2    # a is still remembered
+    assert gaps.observe(b'b', 50) == 0   # b starts afresh
+
+
+@given(st.lists(st.tuples(st.sampled_from([b'a', b'b', b'c']), st.booleans()), max_size=300))
+def test_missed_equals_what_was_dropped_between_the_first_and_last_update_heard(writes):
+    gaps = SequenceGaps()
+    numbers = {}
+    heard: dict[bytes, list[int]] = {}
+    dropped_between = 0
+    for publisher, delivered in writes:
+        numbers[publisher] = numbers.get(publisher, 0) + 1
+        if delivered:
+            heard.setdefault(publisher, []).append(numbers[publisher])
+            gaps.observe(publisher, numbers[publisher])
+    for received in heard.values():
+        dropped_between += received[-1] - received[0] + 1 - len(received)
+    assert gaps.missed == dropped_between

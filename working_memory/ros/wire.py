@@ -1,0 +1,262 @@
+"""A frozen frame as the bytes rclpy would put on the wire, reusing what did not change.
+
+Pure Python + numpy (no rclpy, no message modules). The node publishes these bytes
+with rclpy's serialized-message publishing, so a tick pays neither for building
+message objects nor for rclpy's conversion of them: it pays for what changed since
+the last tick. Every string, value text and map window is encoded once and kept
+while the object it came from lives (`FrameEncoder` caches by identity); a tick
+then joins cached pieces and packs the few numbers that differ (stamps, tick).
+
+The layout is CDR (XCDR1, little endian), as Fast DDS and rmw serialize ROS 2
+messages: each primitive aligned to its size (8 at most) from the start of the
+payload, which follows a 4-byte encapsulation header; a string is a uint32 length
+counting its NUL, the UTF-8 bytes and the NUL; a sequence a uint32 count and the
+elements. `test/ros/test_wire.py` checks every byte against rclpy's own
+`serialize_message` of `conversions.context_frame_msg`, on generated frames.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any, Mapping
+
+import numpy as np
+
+from working_memory.core.frames import Frame, Pack
+from working_memory.core.gridmap import MapWindow
+from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason, Source
+
+ENCAPSULATION = b'\x00\x01\x00\x00'   # CDR little endian, no options
+_JSON = json.JSONEncoder(sort_keys=True, separators=(',', ':'), allow_nan=False)
+_U32 = struct.Struct('<I')
+_TIME = struct.Struct('<iI')
+_F64 = struct.Struct('<d')
+_U64 = struct.Struct('<Q')
+# WorkingItem after its strings: float64 importance, Time last_used, bool stale, bool exempt.
+_ITEM_TAIL = struct.Struct('<diI??')
+# MapMetaData from its map_load_time: Time, float32 resolution, uint32 width, uint32 height.
+_MAP_META = struct.Struct('<iIfII')
+# Pose: position x, y, z then orientation x, y, z, w (float64 each).
+_POSE = struct.Struct('<7d')
+_ZEROS = bytes(8)
+
+
+def nanoseconds(seconds: float) -> tuple[int, int]:
+    """Return float seconds [s] as builtin_interfaces/Time (sec, nanosec), clamped at 0."""
+    total = max(0, round(seconds * 1e9))
+    return total // 1_000_000_000, total % 1_000_000_000
+
+
+def cdr_string(text: str) -> bytes:
+    """Return a CDR string without its alignment: uint32 length (with the NUL), UTF-8, NUL."""
+    data = text.encode()
+    return _U32.pack(len(data) + 1) + data + b'\x00'
+
+
+class Writer:
+    """Append CDR pieces, tracking the payload offset that alignment is counted from."""
+
+    __slots__ = ('parts', 'offset')
+
+    def __init__(self):
+        self.parts: list[bytes] = [ENCAPSULATION]
+        self.offset = 0
+
+    def align(self, size: int) -> None:
+        """Pad with zeros to a multiple of `size` (1, 2, 4 or 8) [bytes]."""
+        pad = -self.offset % size
+        if pad:
+            self.parts.append(_ZEROS[:pad])
+            self.offset += pad
+
+    def put(self, data: bytes, alignment: int = 1) -> None:
+        """Append `data`, which must start aligned to `alignment` [bytes]."""
+        self.align(alignment)
+        self.parts.append(data)
+        self.offset += len(data)
+
+    def string(self, encoded: bytes) -> None:
+        """Append a string made by `cdr_string`."""
+        self.put(encoded, 4)
+
+    def count(self, number: int) -> None:
+        """Append a sequence's element count."""
+        self.put(_U32.pack(number), 4)
+
+    def header(self, stamp: tuple[int, int], frame_id: bytes) -> None:
+        """Append a std_msgs/Header: the stamp and the encoded frame_id."""
+        self.put(_TIME.pack(*stamp), 4)
+        self.string(frame_id)
+
+    def getvalue(self) -> bytes:
+        """Return the whole serialized message, encapsulation header first."""
+        return b''.join(self.parts)
+
+
+class _Piece:
+    """Encoded bytes of immutable `sources` at each start offset modulo 8."""
+
+    __slots__ = ('sources', 'by_phase')
+
+    def __init__(self, sources: tuple):
+        self.sources = sources
+        self.by_phase: dict[int, bytes] = {}
+
+    def holds(self, sources: tuple) -> bool:
+        """Return True when this piece encodes the very same objects."""
+        return all(mine is theirs for mine, theirs in zip(self.sources, sources))
+
+
+class FrameEncoder:
+    """Serialize frames as ContextFrame bytes, caching what each frame shares with the last.
+
+    `kind_codes` and `reason_codes` are the LogEvent and MissingItem constants of
+    the message definitions (the ROS face passes them in). Cached pieces are kept
+    while the object they encode is in the latest frame; older ones are dropped.
+    """
+
+    def __init__(self, kind_codes: Mapping[EventKind, int],
+                 reason_codes: Mapping[MissingReason, int]):
+        self._kind_codes = dict(kind_codes)
+        self._reason_codes = dict(reason_codes)
+        self._strings: dict[str, bytes] = {}
+        self._items: dict[str, _Piece] = {}
+        self._events: dict[int, _Piece] = {}
+        self._windows: dict[int, tuple[MapWindow, bytes]] = {}
+        self._used: set[int] = set()
+
+    # -- frames ---------------------------------------------------------------
+
+    def frame(self, frame: Frame, map_frame: str,
+              inputs_received: Mapping[str, int] | None = None) -> bytes:
+        """Return `frame` serialized as a ContextFrame (packs in cabin order).
+
+        `inputs_received` is {resolved input topic: messages received before the tick}.
+        """
+        writer = Writer()
+        frame_id = self._string(map_frame)
+        stamp = nanoseconds(frame.stamp)
+        writer.header(stamp, frame_id)
+        writer.put(_U64.pack(frame.tick), 8)
+        writer.string(self._string(frame.digest))
+        writer.count(len(frame.packs))
+        used_items, used_events = {}, {}
+        for pack in frame.packs.values():
+            self._pack(writer, pack, frame_id, used_items, used_events)
+        inputs = inputs_received or {}
+        writer.count(len(inputs))
+        for topic, received in inputs.items():
+            writer.string(self._string(topic))
+            writer.put(_U64.pack(received), 8)
+        # Keep what this frame used; what it no longer holds is not coming back.
+        self._items = used_items
+        self._events = used_events
+        self._windows = {key: value for key, value in self._windows.items()
+                         if key in self._used}
+        self._used = set()
+        if len(self._strings) > 4 * (len(used_items) + len(used_events)) + 256:
+            self._strings = {}
+        return writer.getvalue()
+
+    # -- pieces ----------------------------------------------------------------
+
+    def _string(self, text: str) -> bytes:
+        encoded = self._strings.get(text)
+        if encoded is None:
+            encoded = self._strings[text] = cdr_string(text)
+        return encoded
+
+    def _pack(self, writer: Writer, pack: Pack, frame_id: bytes, used_items: dict,
+              used_events: dict) -> None:
+        stamp = nanoseconds(pack.stamp)
+        writer.header(stamp, frame_id)
+        writer.put(_U64.pack(pack.tick), 8)
+        writer.string(self._string(pack.cabin))
+        writer.count(len(pack.items))
+        for item in pack.items:
+            self._item(writer, item, pack, used_items)
+        self._map(writer, pack.map_window, stamp, frame_id)
+        writer.count(len(pack.events))
+        for event in pack.events:
+            writer.put(self._cached(self._events, used_events, event.seq, (event,),
+                                    writer.offset, self._event_bytes))
+        writer.count(len(pack.missing))
+        for missing in pack.missing:
+            self._missing(writer, missing)
+        writer.string(self._string(pack.digest))
+
+    @staticmethod
+    def _cached(cache: dict, used: dict, key, sources: tuple, offset: int, encode) -> bytes:
+        """Return `encode(*sources, phase)` at `offset`, from `cache` while the same objects."""
+        piece = used.get(key) or cache.get(key)
+        if piece is None or not piece.holds(sources):
+            piece = _Piece(sources)
+        used[key] = piece
+        phase = offset % 8
+        data = piece.by_phase.get(phase)
+        if data is None:
+            data = piece.by_phase[phase] = encode(*sources, phase)
+        return data
+
+    def _item(self, writer: Writer, item: Item, pack: Pack, used: dict) -> None:
+        # The strings (key, value text, source) and their padding depend only on where the
+        # item starts; importance, last_used and the flags are packed each tick.
+        # Items are rebuilt every tick (last_used); their key, value and source objects are not.
+        writer.put(self._cached(self._items, used, item.key, (item.key, item.value, item.source),
+                                writer.offset, self._item_head))
+        writer.align(8)
+        writer.put(_ITEM_TAIL.pack(item.importance,
+                                   *nanoseconds(pack.ros_time(item.last_used)),
+                                   item.stale, item.exempt))
+
+    def _item_head(self, key: str, value: Any, source: Source, phase: int) -> bytes:
+        piece = Writer()
+        piece.offset = phase
+        piece.string(cdr_string(key))
+        piece.string(cdr_string(_JSON.encode(value)))
+        piece.string(self._string(source.value))
+        return b''.join(piece.parts[1:])
+
+    def _event_bytes(self, event: Event, phase: int) -> bytes:
+        piece = Writer()
+        piece.offset = phase
+        piece.header(nanoseconds(event.stamp), self._string(''))
+        piece.put(bytes((self._kind_codes[event.kind],)))
+        piece.string(cdr_string(event.source))
+        piece.string(cdr_string(event.key))
+        piece.string(cdr_string('' if event.detail is None else _JSON.encode(event.detail)))
+        piece.count(len(event.tags))
+        for tag in event.tags:
+            piece.string(cdr_string(tag))
+        piece.put(_F64.pack(float('nan') if event.importance is None else event.importance), 8)
+        return b''.join(piece.parts[1:])
+
+    def _missing(self, writer: Writer, missing: Missing) -> None:
+        writer.string(self._string(missing.key))
+        writer.put(bytes((self._reason_codes[missing.reason],)))
+        writer.string(cdr_string(missing.detail))
+
+    def _map(self, writer: Writer, window: MapWindow | None, stamp: tuple[int, int],
+             frame_id: bytes) -> None:
+        """Append a pack's nearby_map: the window, or an empty 0 x 0 grid without one."""
+        writer.header(stamp, frame_id)
+        if window is None:
+            writer.put(_MAP_META.pack(0, 0, 0.0, 0, 0), 4)
+            writer.put(_POSE.pack(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), 8)
+            writer.count(0)
+            return
+        height, width = window.data.shape
+        writer.put(_MAP_META.pack(*stamp, window.resolution, width, height), 4)
+        writer.put(_POSE.pack(*window.origin, 0.0, 0.0, 0.0, 0.0, 1.0), 8)
+        writer.count(width * height)
+        writer.put(self._cells(window))
+
+    def _cells(self, window: MapWindow) -> bytes:
+        """Return the window's cells in C order, copied once per window object."""
+        key = id(window)
+        self._used.add(key)
+        cached = self._windows.get(key)
+        if cached is None or cached[0] is not window:
+            cached = self._windows[key] = (window, np.ascontiguousarray(window.data).tobytes())
+        return cached[1]
