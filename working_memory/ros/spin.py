@@ -20,17 +20,10 @@ STOP_POLL_S = 0.1
 
 
 class Polled(CallbackGroup):
-    """A callback group whose subscriptions never wake the executor: their owner takes them.
-
-    rclpy's executor wakes for every message and rebuilds its whole wait set each
-    time, which at 1 kHz costs a node more than its own work does. A subscription
-    in this group is left out of the wait set (its group cannot execute it), so the
-    owner takes its messages in batches with `drain`; the subscription's QoS event
-    handlers (message lost, incompatible QoS) are still served by the executor.
-    """
+    """A callback group whose subscriptions an executor never runs: their owner takes them."""
 
     def can_execute(self, entity: Any) -> bool:
-        """Return False for a subscription (never run by the executor), True otherwise."""
+        """Return False for a subscription (left out of wait sets), True otherwise."""
         return not isinstance(entity, Subscription)
 
     def beginning_execution(self, entity: Any) -> bool:
@@ -39,6 +32,52 @@ class Polled(CallbackGroup):
 
     def ending_execution(self, entity: Any) -> None:
         """Nothing to release."""
+
+
+class Intake:
+    """Stream subscriptions that the owner takes in batches, without waking its executor.
+
+    rclpy's executor wakes for every message and rebuilds its whole wait set each
+    time: at 1 kHz that costs a node more than its own work. Leaving a subscription
+    out of the wait set is not enough with rmw_fastrtps: its QoS events share the
+    reader's listener, so the events of a subscription in a wait set wake it on
+    every message. The subscriptions therefore live on a helper node of the same
+    context (`<owner>_inputs`, no parameter services, no rosout, no remapping:
+    topics come resolved by the owner) that the owner's executor never waits on.
+    The owner takes messages with `drain` and lets `serve_events` run their QoS
+    event callbacks (message lost, incompatible QoS) from time to time.
+    """
+
+    def __init__(self, owner: Node):
+        self.node = rclpy.create_node(
+            f'{owner.get_name()}_inputs', namespace=owner.get_namespace(),
+            context=owner.context, start_parameter_services=False, enable_rosout=False,
+            use_global_arguments=False)
+        self._group = Polled()
+        # Serves the helper's QoS events only: its subscriptions are Polled.
+        self._executor = SingleThreadedExecutor(context=owner.context)
+        self._executor.add_node(self.node)
+
+    def subscribe(self, msg_type: type, topic: str, qos_profile: Any,
+                  event_callbacks: Any) -> Subscription:
+        """Subscribe the fully resolved `topic`; nothing runs its callback but `drain`."""
+        return self.node.create_subscription(msg_type, topic, _never_called, qos_profile,
+                                             callback_group=self._group,
+                                             event_callbacks=event_callbacks)
+
+    def serve_events(self) -> None:
+        """Run the QoS event callbacks that are due, without waiting."""
+        self._executor.spin_once(timeout_sec=0.0)
+
+    def destroy(self) -> None:
+        """Destroy the subscriptions and the helper node."""
+        self._executor.remove_node(self.node)
+        self._executor.shutdown()
+        self.node.destroy_node()
+
+
+def _never_called(*_: Any) -> None:
+    raise AssertionError('an Intake subscription is taken with drain, never by an executor')
 
 
 def drain(subscription: Subscription, budget_s: float) -> Iterator[tuple[Any, dict]]:
