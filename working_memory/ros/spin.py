@@ -44,9 +44,16 @@ class Intake:
     every message. The subscriptions therefore live on a helper node of the same
     context (`<owner>_inputs`, no parameter services, no rosout, no remapping:
     topics come resolved by the owner) that the owner's executor never waits on.
-    The owner takes messages with `drain` and lets `serve_events` run their QoS
-    event callbacks (message lost, incompatible QoS) from time to time.
+    The owner takes messages with `take` and calls `pace` after each round: it runs
+    their QoS event callbacks (message lost, incompatible QoS) when due and says how
+    soon to take again, soon while a round left messages queued, seldom when idle.
     """
+
+    # Rounds [s]: while messages are left queued, and when a round emptied the queues
+    # (a 1000-deep queue holds 50 ms of a 20 kHz stream); QoS events at most this often.
+    BUSY_PERIOD_S = 0.005
+    IDLE_PERIOD_S = 0.05
+    EVENTS_PERIOD_S = 0.5
 
     def __init__(self, owner: Node):
         self.node = rclpy.create_node(
@@ -57,17 +64,41 @@ class Intake:
         # Serves the helper's QoS events only: its subscriptions are Polled.
         self._executor = SingleThreadedExecutor(context=owner.context)
         self._executor.add_node(self.node)
+        self._backlog = False
+        self._events_due = 0.0
 
     def subscribe(self, msg_type: type, topic: str, qos_profile: Any,
                   event_callbacks: Any) -> Subscription:
-        """Subscribe the fully resolved `topic`; nothing runs its callback but `drain`."""
+        """Subscribe the fully resolved `topic`; nothing runs its callback: `take` takes its messages."""
         return self.node.create_subscription(msg_type, topic, _never_called, qos_profile,
                                              callback_group=self._group,
                                              event_callbacks=event_callbacks)
 
-    def serve_events(self) -> None:
-        """Run the QoS event callbacks that are due, without waiting."""
-        self._executor.spin_once(timeout_sec=0.0)
+    def take(self, subscription: Subscription, budget_s: float) -> Iterator[tuple[Any, dict]]:
+        """Yield (msg, message info) queued on `subscription`, oldest first, for `budget_s` [s].
+
+        What is left after the budget stays queued for the next round.
+        """
+        deadline = time.perf_counter() + budget_s
+        handle = subscription.handle
+        while True:
+            with handle:
+                taken = handle.take_message(subscription.msg_type, subscription.raw)
+            if taken is None:
+                return
+            yield taken
+            if time.perf_counter() >= deadline:
+                self._backlog = True
+                return
+
+    def pace(self) -> float:
+        """End a round of `take`: run due QoS event callbacks; return when to take again [s]."""
+        now = time.monotonic()
+        if now >= self._events_due:
+            self._events_due = now + self.EVENTS_PERIOD_S
+            self._executor.spin_once(timeout_sec=0.0)
+        backlog, self._backlog = self._backlog, False
+        return self.BUSY_PERIOD_S if backlog else self.IDLE_PERIOD_S
 
     def destroy(self) -> None:
         """Destroy the subscriptions and the helper node."""
@@ -77,24 +108,7 @@ class Intake:
 
 
 def _never_called(*_: Any) -> None:
-    raise AssertionError('an Intake subscription is taken with drain, never by an executor')
-
-
-def drain(subscription: Subscription, budget_s: float) -> Iterator[tuple[Any, dict]]:
-    """Yield (msg, message info) queued on `subscription`, oldest first, for `budget_s` [s].
-
-    What is left after the budget stays queued for the next drain.
-    """
-    deadline = time.perf_counter() + budget_s
-    handle = subscription.handle
-    while True:
-        with handle:
-            taken = handle.take_message(subscription.msg_type, subscription.raw)
-        if taken is None:
-            return
-        yield taken
-        if time.perf_counter() >= deadline:
-            return
+    raise AssertionError('an Intake subscription is taken with Intake.take, never by an executor')
 
 
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
