@@ -69,7 +69,7 @@ class Intake:
 
     def subscribe(self, msg_type: type, topic: str, qos_profile: Any,
                   event_callbacks: Any) -> Subscription:
-        """Subscribe the fully resolved `topic`; nothing runs its callback: `take` takes its messages."""
+        """Subscribe the fully resolved `topic`; only `take` takes its messages."""
         return self.node.create_subscription(msg_type, topic, _never_called, qos_profile,
                                              callback_group=self._group,
                                              event_callbacks=event_callbacks)
