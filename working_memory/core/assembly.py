@@ -28,8 +28,8 @@ from working_memory.core.board import BoardSnapshot, BoardView
 from working_memory.core.checks import is_finite_number
 from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import EvictionRecord, Settlement, WorkingSet
-from working_memory.core.frames import (Frame, ItemEncodings, Pack, freeze_window, make_frame,
-                                        make_pack)
+from working_memory.core.frames import (AbsentNote, Frame, ItemEncodings, Pack, freeze_window,
+                                        make_frame, make_pack)
 from working_memory.core.gridmap import GridMap, MapWindow, as_point
 from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason, Source
 from working_memory.core.manifest import (
@@ -84,8 +84,8 @@ class _Selection:
     stale: list[str] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)  # keys removed by injected drops
     # Selected but not served, per key: board keys and event items kept apart for required globs.
-    board_absent: dict[str, Missing] = field(default_factory=dict)
-    event_absent: dict[str, Missing] = field(default_factory=dict)
+    board_absent: dict[str, AbsentNote] = field(default_factory=dict)
+    event_absent: dict[str, AbsentNote] = field(default_factory=dict)
     missing: dict[str, Missing] = field(default_factory=dict)
     map_window: MapWindow | None = None
 
@@ -121,6 +121,9 @@ class Assembler:
         self._kinds: dict[str, tuple[Manifest, dict[str, object]]] = {}
         self._weights: dict[str, tuple[Manifest, dict[str, float]]] = {}
         self._encodings = ItemEncodings()
+        # Absent notes of the last tick and of this one (see _note).
+        self._notes: dict[tuple, AbsentNote] = {}
+        self._notes_used: dict[tuple, AbsentNote] = {}
         # Map windows cut last tick and this tick (see _kept).
         self._windows: dict[tuple, tuple] = {}
         self._windows_used: dict[tuple, tuple] = {}
@@ -170,6 +173,7 @@ class Assembler:
             packs = [self._pack(selection, tick, now, effective, log)
                      for selection in selections]
             self._encodings.end_tick()
+            self._notes, self._notes_used = self._notes_used, {}
             return make_frame(tick, now, packs, settlement.evicted, self._ws.capacity_alarm,
                               effective=effective, readmitted=settlement.readmitted)
 
@@ -248,15 +252,18 @@ class Assembler:
                 continue
             if kind is _DROPPED:
                 selection.withheld.append(key)
-                selection.board_absent[key] = Missing(key, MissingReason.INJECTED_DROP,
-                                                      'withheld by an injected drop')
+                selection.board_absent[key] = self._note(key, MissingReason.INJECTED_DROP,
+                                                         'withheld by an injected drop')
             elif entry.is_stale(now):
                 selection.stale.append(key)
-                missing = Missing(key, MissingReason.STALE, _stale_detail(entry, now))
-                selection.board_absent[key] = selection.missing[key] = missing
+                note = self._note(key, MissingReason.STALE, 'stale for ',
+                                  entry.effective_stamp + entry.ttl, f' s (ttl {entry.ttl:.1f} s)')
+                selection.board_absent[key] = note
+                selection.missing[key] = note.at(now)
             elif (not key.startswith(self._ws.exempt_prefixes)
                   and not _tags_pass(entry.tags, include, exclude)):
-                selection.board_absent[key] = _filtered(key, entry.tags, include, exclude)
+                selection.board_absent[key] = self._note(
+                    *_filtered(key, entry.tags, include, exclude))
             else:
                 selection.board[key] = entry
 
@@ -283,11 +290,12 @@ class Assembler:
             key = event_item_key(event)
             if drops.any_key.match(key):
                 selection.withheld.append(key)
-                selection.event_absent[key] = Missing(key, MissingReason.INJECTED_DROP,
-                                                      'withheld by an injected drop')
+                selection.event_absent[key] = self._note(key, MissingReason.INJECTED_DROP,
+                                                         'withheld by an injected drop')
             elif (event.kind not in EXEMPT_EVENT_KINDS
                   and not _tags_pass(event.tags, include, exclude)):
-                selection.event_absent[key] = _filtered(key, event.tags, include, exclude)
+                selection.event_absent[key] = self._note(
+                    *_filtered(key, event.tags, include, exclude))
             else:
                 selection.events[key] = event
 
@@ -462,7 +470,7 @@ class Assembler:
         for key in selection.events:
             if key not in ws:
                 selection.event_absent[key] = self._evicted(key, now)
-        self._require_board(selection, items)
+        self._require_board(selection, items, now)
         self._require_events(selection, events, log, now)
         self._report_drops(selection)
         absent = {**selection.board_absent, **selection.event_absent}
@@ -474,21 +482,39 @@ class Assembler:
                          readmitted=sorted(returned, key=lambda r: r.key),
                          encodings=self._encodings)
 
-    def _evicted(self, key: str, now: float) -> Missing:
-        """Report a selected key that is evicted, as of effective time `now` [s]."""
+    def _evicted(self, key: str, now: float) -> AbsentNote:
+        """Note a selected key that is evicted (unused for its age at effective `now` [s])."""
         record = self._ws.eviction_of(key) or self._ws.last_eviction(key)
         if record is None:
-            return Missing(key, MissingReason.EVICTED, 'evicted (record no longer in the log)')
-        unused_s = max(0.0, now - record.last_used)
-        return Missing(key, MissingReason.EVICTED,
-                       f'evicted at tick {record.tick} ({record.reason}): importance '
-                       f'{record.importance:.2f}, unused for {unused_s:.1f} s')
+            return self._note(key, MissingReason.EVICTED, 'evicted (record no longer in the log)')
+        spec = (key, record)   # the text is made once per eviction
+        note = self._notes_used.get(spec) or self._notes.get(spec)
+        if note is None:
+            note = AbsentNote(key, MissingReason.EVICTED,
+                              f'evicted at tick {record.tick} ({record.reason}): importance '
+                              f'{record.importance:.2f}, unused for ', record.last_used, ' s')
+        self._notes_used[spec] = note
+        return note
 
-    def _require_board(self, selection: _Selection, items: list) -> None:
+    def _note(self, key: str, reason: MissingReason, detail: str, since: float | None = None,
+              suffix: str = '') -> AbsentNote:
+        """Return the note, the very object of the last tick when it is the same.
+
+        Retained frames then share their absent records instead of each tick
+        keeping its own copy of every selected key it does not serve.
+        """
+        spec = (key, reason, detail, since, suffix)
+        note = self._notes_used.get(spec) or self._notes.get(spec)
+        if note is None:
+            note = AbsentNote(key, reason, detail, since, suffix)
+        self._notes_used[spec] = note
+        return note
+
+    def _require_board(self, selection: _Selection, items: list, now: float) -> None:
         for pattern in selection.manifest.requirements.board:
             if any(fnmatch.fnmatchcase(item.key, pattern) for item in items):
                 continue
-            absent = [m for key, m in selection.board_absent.items()
+            absent = [note.at(now) for key, note in selection.board_absent.items()
                       if fnmatch.fnmatchcase(key, pattern)]
             selection.missing.setdefault(pattern, _summarise(
                 pattern, absent, 'not on the board' if not is_glob(pattern)
@@ -507,7 +533,7 @@ class Assembler:
                 selection.missing[spec] = Missing(spec, MissingReason.INJECTED_DROP,
                                                   'kind withheld by an injected drop')
                 continue
-            absent = [m for key, m in selection.event_absent.items()
+            absent = [note.at(now) for key, note in selection.event_absent.items()
                       if kind in (ALL_KINDS, event_item_kind(key))]
             stamps = [s for s in map(log.last_stamp, kinds) if s is not None]
             if not stamps:
@@ -606,14 +632,14 @@ def _summarise(key: str, absent: list[Missing], why_none: str,
 
 
 def _filtered(key: str, tags: Iterable[str], include: frozenset[str],
-              exclude: frozenset[str]) -> Missing:
-    """Return the report for an item the semantic tag filter left out."""
+              exclude: frozenset[str]) -> tuple[str, MissingReason, str]:
+    """Return (key, reason, detail) for an item the semantic tag filter left out."""
     excluded = sorted(set(tags) & exclude)
     if excluded:
         detail = f'left out by tag filter: tags {excluded} excluded'
     else:
         detail = f'left out by tag filter: tags {sorted(tags)} not in include {sorted(include)}'
-    return Missing(key, MissingReason.OUT_OF_SCOPE, detail)
+    return key, MissingReason.OUT_OF_SCOPE, detail
 
 
 def _by_key(missing: Missing) -> str:

@@ -21,6 +21,29 @@ from working_memory.core.timebase import epoch_time
 DIGEST_HEX_CHARS = 16
 
 
+@dataclass(frozen=True, slots=True)
+class AbsentNote:
+    """Why a selected key is not served, as packs keep it: one note for as long as it holds.
+
+    The detail is `detail`, or with `since` [s, effective time] set, `detail` then
+    the age since it ('unused for 3.2', 'stale for 0.4') then `suffix`: the note
+    stays the same while only the age grows, so the frames of many ticks share it.
+    """
+
+    key: str
+    reason: MissingReason
+    detail: str
+    since: float | None = None
+    suffix: str = ''
+
+    def at(self, now: float) -> Missing:
+        """Return the note as a Missing at effective time `now` [s]."""
+        if self.since is None:
+            return Missing(self.key, self.reason, self.detail)
+        return Missing(self.key, self.reason,
+                       f'{self.detail}{max(0.0, now - self.since):.1f}{self.suffix}')
+
+
 @dataclass(frozen=True, eq=False)
 class Pack:
     """One cabin's frozen context for one tick; build it with `make_pack`.
@@ -31,7 +54,8 @@ class Pack:
     that is not served, and `readmitted` how each served item that had been
     evicted came back (for `explain`); neither is part of the digest.
     `stamp` is the tick's ROS time, `effective` the same instant on the
-    effective timeline [s] (items' `last_used` is effective time).
+    effective timeline [s] (items' `last_used` is effective time). The pack keeps
+    `absent` as notes (`absent_notes`) shared with other ticks' packs while they hold.
     """
 
     cabin: str
@@ -41,10 +65,15 @@ class Pack:
     events: tuple[Event, ...]
     map_window: FrozenMapWindow | None
     missing: tuple[Missing, ...]
-    absent: tuple[Missing, ...]
+    absent_notes: tuple[AbsentNote, ...]
     digest: str
     effective: float
     readmitted: tuple[Readmission, ...] = ()
+
+    @property
+    def absent(self) -> tuple[Missing, ...]:
+        """Every other selected key not served, with its reason as of this tick."""
+        return tuple(note.at(self.effective) for note in self.absent_notes)
 
     def item(self, key: str) -> Item | None:
         """Return the served item for `key`, or None."""
@@ -187,7 +216,7 @@ def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapW
 
 def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
               events: Iterable[Event], map_window: MapWindow | None,
-              missing: Iterable[Missing], absent: Iterable[Missing] = (), *,
+              missing: Iterable[Missing], absent: Iterable[Missing | AbsentNote] = (), *,
               effective: float | None = None, readmitted: Iterable[Readmission] = (),
               encodings: ItemEncodings | None = None) -> Pack:
     """Freeze one cabin's pack: tuples, items sorted by key, a read-only map window, digest.
@@ -199,7 +228,9 @@ def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
     events = tuple(events)
     missing = tuple(missing)
     map_window = freeze_window(map_window)
-    return Pack(cabin, tick, stamp, items, events, map_window, missing, tuple(absent),
+    notes = tuple(note if isinstance(note, AbsentNote) else
+                  AbsentNote(note.key, note.reason, note.detail) for note in absent)
+    return Pack(cabin, tick, stamp, items, events, map_window, missing, notes,
                 pack_digest(items, events, map_window, missing, encodings),
                 stamp if effective is None else effective, tuple(readmitted))
 
