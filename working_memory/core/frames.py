@@ -15,7 +15,7 @@ import numpy as np
 from working_memory.core.checks import check_int
 from working_memory.core.eviction import EvictionRecord, Readmission
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, Item, Missing
+from working_memory.core.items import Event, Item, Missing, MissingReason
 from working_memory.core.timebase import epoch_time
 
 DIGEST_HEX_CHARS = 16
