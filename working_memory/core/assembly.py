@@ -124,6 +124,8 @@ class Assembler:
         # Absent notes of the last tick and of this one (see _note).
         self._notes: dict[tuple, AbsentNote] = {}
         self._notes_used: dict[tuple, AbsentNote] = {}
+        self._eviction_notes: dict[str, tuple[EvictionRecord, AbsentNote]] = {}
+        self._eviction_notes_used: dict[str, tuple[EvictionRecord, AbsentNote]] = {}
         # Map windows cut last tick and this tick (see _kept).
         self._windows: dict[tuple, tuple] = {}
         self._windows_used: dict[tuple, tuple] = {}
@@ -174,6 +176,7 @@ class Assembler:
                      for selection in selections]
             self._encodings.end_tick()
             self._notes, self._notes_used = self._notes_used, {}
+            self._eviction_notes, self._eviction_notes_used = self._eviction_notes_used, {}
             return make_frame(tick, now, packs, settlement.evicted, self._ws.capacity_alarm,
                               effective=effective, readmitted=settlement.readmitted)
 
@@ -487,14 +490,14 @@ class Assembler:
         record = self._ws.eviction_of(key) or self._ws.last_eviction(key)
         if record is None:
             return self._note(key, MissingReason.EVICTED, 'evicted (record no longer in the log)')
-        spec = (key, record)   # the text is made once per eviction
-        note = self._notes_used.get(spec) or self._notes.get(spec)
-        if note is None:
-            note = AbsentNote(key, MissingReason.EVICTED,
-                              f'evicted at tick {record.tick} ({record.reason}): importance '
-                              f'{record.importance:.2f}, unused for ', record.last_used, ' s')
-        self._notes_used[spec] = note
-        return note
+        # The text is made once per eviction (one record object per eviction).
+        kept = self._eviction_notes_used.get(key) or self._eviction_notes.get(key)
+        if kept is None or kept[0] is not record:
+            kept = (record, AbsentNote(
+                key, MissingReason.EVICTED, f'evicted at tick {record.tick} ({record.reason}): '
+                f'importance {record.importance:.2f}, unused for ', record.last_used, ' s'))
+        self._eviction_notes_used[key] = kept
+        return kept[1]
 
     def _note(self, key: str, reason: MissingReason, detail: str, since: float | None = None,
               suffix: str = '') -> AbsentNote:
@@ -511,11 +514,19 @@ class Assembler:
         return note
 
     def _require_board(self, selection: _Selection, items: list, now: float) -> None:
+        served = {item.key for item in items}
         for pattern in selection.manifest.requirements.board:
-            if any(fnmatch.fnmatchcase(item.key, pattern) for item in items):
-                continue
-            absent = [note.at(now) for key, note in selection.board_absent.items()
-                      if fnmatch.fnmatchcase(key, pattern)]
+            if not is_glob(pattern):
+                # An exact key: no need to match it against every served and absent key.
+                if pattern in served:
+                    continue
+                note = selection.board_absent.get(pattern)
+                absent = [] if note is None else [note.at(now)]
+            else:
+                if any(fnmatch.fnmatchcase(key, pattern) for key in served):
+                    continue
+                absent = [note.at(now) for key, note in selection.board_absent.items()
+                          if fnmatch.fnmatchcase(key, pattern)]
             selection.missing.setdefault(pattern, _summarise(
                 pattern, absent, 'not on the board' if not is_glob(pattern)
                 else 'no board key matches'))

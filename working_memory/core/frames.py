@@ -116,7 +116,7 @@ class Frame:
 
 @dataclass(frozen=True, eq=False)
 class FrozenMapWindow(MapWindow):
-    """A map window whose data is a private read-only copy (not a view of a live grid).
+    """A map window whose cells nothing can change: a read-only copy or immutable memory.
 
     `cells_digest` is the SHA-256 of its cells in C order, computed once when frozen:
     a window kept from one tick to the next is not hashed again.
@@ -126,16 +126,29 @@ class FrozenMapWindow(MapWindow):
 
 
 def freeze_window(window: MapWindow | None) -> FrozenMapWindow | None:
-    """Return a read-only copy of `window`, so later map updates cannot change a frozen frame.
+    """Return `window` frozen: later map updates cannot change a frozen frame.
 
-    An already frozen window is returned as is, so cabins can share one copy.
+    Cells held in immutable memory (a grid made from `bytes`, as the node's is) are
+    shared, read-only; any other cells are copied. An already frozen window is
+    returned as is, so cabins and ticks share one.
     """
     if window is None or isinstance(window, FrozenMapWindow):
         return window
-    data = np.array(window.data, copy=True, order='C')
+    if _in_immutable_memory(window.data):
+        data = window.data.view()
+    else:
+        data = np.array(window.data, copy=True, order='C')
     data.flags.writeable = False
     return FrozenMapWindow(data, window.origin, window.resolution,
-                           hashlib.sha256(data.data).digest())
+                           hashlib.sha256(np.ascontiguousarray(data).data).digest())
+
+
+def _in_immutable_memory(array: np.ndarray) -> bool:
+    """Return True when nothing can write `array`'s cells: they live in a bytes object."""
+    base = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return isinstance(base, bytes)
 
 
 def cells_digest(window: MapWindow) -> bytes:
