@@ -279,6 +279,39 @@ def test_steady_over_capacity_selection_evicts_in_the_first_tick_only():
     assert world.working_set.evictions_total == 6
 
 
+def test_retained_frames_share_absent_records_and_windows_while_they_hold():
+    world = World(capacity=4, monitor={'board_keys': ['sensor:*'], 'required': ['sensor:0']})
+    for n in range(10):
+        world.put(f'sensor:{n}', n, importance=0.1 * (n + 1))
+    world.assemble(1.0)
+    second, third = world.assemble(2.0).pack('monitor'), world.assemble(3.0).pack('monitor')
+    # One note per evicted key for all ticks; only the age it reports grows.
+    assert len(second.absent_notes) == 6
+    assert all(a is b for a, b in zip(second.absent_notes, third.absent_notes))
+    assert second.absent[0].detail.endswith('unused for 1.0 s')
+    assert third.absent[0].detail.endswith('unused for 2.0 s')
+
+
+def test_a_map_window_is_cut_again_only_when_its_grid_route_or_pose_changes():
+    world = World(planner={'board_keys': ['pose', 'route'], 'map.radius_m': 2.0},
+                  executor={'board_keys': ['route'], 'map.corridor_m': 1.0})
+    world.put('pose', {'x': 5.0, 'y': 5.0})
+    world.put('route', [[1.0, 1.0], [8.0, 1.0]])
+    first = world.assemble(1.0)
+    second = world.assemble(2.0)
+    for cabin in ('planner', 'executor'):
+        assert second.pack(cabin).map_window is first.pack(cabin).map_window
+    world.put('pose', {'x': 6.0, 'y': 5.0}, stamp=2.5)
+    moved = world.assemble(3.0)
+    assert moved.pack('planner').map_window is not second.pack('planner').map_window
+    assert moved.pack('executor').map_window is second.pack('executor').map_window
+    data = world.data.copy()
+    data[10, 12] = 100   # a new map: a new GridMap, so every window is cut from it
+    newer = world.assemble(4.0, grid=GridMap(data, (0.0, 0.0), 0.5))
+    assert newer.pack('planner').map_window.data[10 - 6, 12 - 8] == 100
+    assert newer.pack('executor').map_window is not moved.pack('executor').map_window
+
+
 def test_an_evicted_item_returns_when_updated_or_when_room_frees_up():
     world = World(capacity=3, planner={'board_keys': ['r:*'], 'default_weight': 0.5})
     for name in 'abcd':

@@ -3,6 +3,8 @@
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from working_memory.core.board import BoardSnapshot
 from working_memory.core.items import BoardEntry
@@ -80,3 +82,43 @@ def test_non_finite_numbers_are_not_json_and_nothing_applies(value):
     with pytest.raises(ValueError, match="entries\\[0\\] 'k': value: must be JSON"):
         board.apply([BoardEntry('k', value, 0.0)])
     assert len(board) == 0
+
+
+class _Prefix:
+    """A matcher for the index tests: keys starting with `prefix`, counting its calls."""
+
+    def __init__(self, prefix):
+        self.prefix, self.calls = prefix, 0
+
+    def match(self, key):
+        self.calls += 1
+        return key.startswith(self.prefix)
+
+
+@given(st.lists(st.tuples(st.sampled_from('abcdef'), st.sampled_from(['s', 'r']),
+                          st.sampled_from(['x', 'y'])), max_size=60))
+def test_an_index_is_the_matching_keys_in_board_order_after_any_updates(operations):
+    board = BoardSnapshot()
+    matcher = _Prefix('x')
+    assert board.index(matcher) == ()
+    for name, op, prefix in operations:
+        key = f'{prefix}{name}'
+        if op == 's':
+            board.apply([BoardEntry(key, 1, 0.0)])
+        else:
+            board.apply(removed_keys=[key])
+        assert board.index(matcher) == tuple(k for k in board.keys() if k.startswith('x'))
+
+
+def test_an_index_matches_only_keys_new_to_the_board_and_a_view_copies_only_what_it_names():
+    board = BoardSnapshot()
+    board.apply([BoardEntry(f'noise:{i}', i, 0.0) for i in range(1000)] +
+                [BoardEntry('goal:a', 1, 0.0)])
+    matcher = _Prefix('goal')
+    assert board.index(matcher) == ('goal:a',) and matcher.calls == 1001
+    for value in range(10):   # updates of known keys are not matched again
+        board.apply([BoardEntry('noise:5', value, 0.0), BoardEntry('goal:a', value, 0.0)])
+    board.apply([BoardEntry('goal:b', 0, 0.0)])
+    assert board.index(matcher) == ('goal:a', 'goal:b') and matcher.calls == 1002
+    view = board.view(board.index(matcher) + ('never:seen',))
+    assert list(view.entries) == ['goal:a', 'goal:b'] and view.get('goal:a').value == 9

@@ -5,9 +5,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from working_memory.core.frames import FrameNotFound, FrameStore, make_frame, make_pack
+from working_memory.core.frames import (FrameNotFound, FrameStore, freeze_window, make_frame,
+                                        make_pack)
 from working_memory.core.frozen import deep_freeze
-from working_memory.core.gridmap import GridMap
+from working_memory.core.gridmap import GridMap, MapWindow
 from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason, Source
 
 
@@ -116,3 +117,15 @@ def test_store_refuses_a_tick_that_does_not_increase():
         store.publish(make_frame(4, 4.0, [pack(4)]))
     with pytest.raises(ValueError, match='keep: must be an integer >= 1'):
         FrameStore(0)
+
+
+def test_a_window_of_immutable_cells_is_shared_and_one_of_writable_cells_copied():
+    cells = bytes(range(16))
+    shared = freeze_window(MapWindow(np.frombuffer(cells, dtype=np.int8).reshape(4, 4)[1:3, 1:3],
+                                     (0.0, 0.0), 1.0))
+    assert np.shares_memory(shared.data, np.frombuffer(cells, dtype=np.int8))
+    writable = np.arange(16, dtype=np.int8).reshape(4, 4)
+    copied = freeze_window(MapWindow(writable[1:3, 1:3], (0.0, 0.0), 1.0))
+    writable[:] = 0   # the owner writes: the frozen copy does not change
+    assert copied.data.tolist() == [[5, 6], [9, 10]] and not copied.data.flags.writeable
+    assert shared.cells_digest == copied.cells_digest   # the same cells, the same hash

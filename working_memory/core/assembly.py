@@ -28,7 +28,8 @@ from working_memory.core.board import BoardSnapshot, BoardView
 from working_memory.core.checks import is_finite_number
 from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import EvictionRecord, Settlement, WorkingSet
-from working_memory.core.frames import Frame, Pack, freeze_window, make_frame, make_pack
+from working_memory.core.frames import (AbsentNote, Frame, ItemEncodings, Pack, freeze_window,
+                                        make_frame, make_pack)
 from working_memory.core.gridmap import GridMap, MapWindow, as_point
 from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason, Source
 from working_memory.core.manifest import (
@@ -83,8 +84,8 @@ class _Selection:
     stale: list[str] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)  # keys removed by injected drops
     # Selected but not served, per key: board keys and event items kept apart for required globs.
-    board_absent: dict[str, Missing] = field(default_factory=dict)
-    event_absent: dict[str, Missing] = field(default_factory=dict)
+    board_absent: dict[str, AbsentNote] = field(default_factory=dict)
+    event_absent: dict[str, AbsentNote] = field(default_factory=dict)
     missing: dict[str, Missing] = field(default_factory=dict)
     map_window: MapWindow | None = None
 
@@ -115,6 +116,19 @@ class Assembler:
         self._ws = working_set
         self._pose_key = pose_key
         self._route_key = route_key
+        self._interest = _Interest(self._manifests, pose_key, route_key)
+        # Per cabin: (manifest, {board key: _NOT_SELECTED | _DROPPED | _SELECTED}).
+        self._kinds: dict[str, tuple[Manifest, dict[str, object]]] = {}
+        self._weights: dict[str, tuple[Manifest, dict[str, float]]] = {}
+        self._encodings = ItemEncodings()
+        # Absent notes of the last tick and of this one (see _note).
+        self._notes: dict[tuple, AbsentNote] = {}
+        self._notes_used: dict[tuple, AbsentNote] = {}
+        self._eviction_notes: dict[str, tuple[EvictionRecord, AbsentNote]] = {}
+        self._eviction_notes_used: dict[str, tuple[EvictionRecord, AbsentNote]] = {}
+        # Map windows cut last tick and this tick (see _kept).
+        self._windows: dict[tuple, tuple] = {}
+        self._windows_used: dict[tuple, tuple] = {}
 
     @property
     def manifests(self) -> dict[str, Manifest]:
@@ -127,6 +141,7 @@ class Assembler:
         manifests = _checked_manifests(manifests)
         with self._lock:
             self._manifests = manifests
+            self._interest = _Interest(manifests, self._pose_key, self._route_key)
 
     def set_limits(self, capacity: int, size_budget: int | None) -> list[EvictionRecord]:
         """Change the working set's limits between ticks; return the evictions this caused."""
@@ -146,8 +161,8 @@ class Assembler:
         if not is_finite_number(now):
             raise ValueError(f'now: must be a finite time in seconds, got {now!r}')
         xy = None if pose is None else as_point(pose, 'pose')
-        view = board.view()
         with self._lock:
+            view = self._view(board)
             self._ws.tick = tick
             effective = self._ws.timebase.observe(now)
             self._forget_removed(view)
@@ -155,13 +170,29 @@ class Assembler:
             windows: dict[tuple, tuple[MapWindow | None, Missing | None]] = {}
             selections = [self._select(manifest, view, log, grid, effective, robot, windows)
                           for manifest in self._manifests.values()]
+            self._windows, self._windows_used = self._windows_used, {}
             settlement = self._store(selections, now, effective)
             packs = [self._pack(selection, tick, now, effective, log)
                      for selection in selections]
+            self._encodings.end_tick()
+            self._notes, self._notes_used = self._notes_used, {}
+            self._eviction_notes, self._eviction_notes_used = self._eviction_notes_used, {}
             return make_frame(tick, now, packs, settlement.evicted, self._ws.capacity_alarm,
                               effective=effective, readmitted=settlement.readmitted)
 
     # -- selection ----------------------------------------------------------
+
+    def _view(self, board: BoardSnapshot) -> BoardView:
+        """Picture the board keys any manifest may read, and those the working set holds.
+
+        The board's index (kept current as updates arrive) names the keys of
+        interest, so a tick copies and matches those, not the whole board.
+        """
+        keys = board.index(self._interest)
+        indexed = set(keys)
+        held = [item.key for item in self._ws.items() + self._ws.evicted_items()
+                if item.source is Source.BOARD and item.key not in indexed]
+        return board.view(keys + tuple(held) if held else keys)
 
     def _forget_removed(self, view: BoardView) -> None:
         """Board items the board no longer holds leave the working set (not an eviction)."""
@@ -215,23 +246,36 @@ class Assembler:
     def _select_board(self, selection: _Selection, view: BoardView, now: float,
                       include: frozenset[str], exclude: frozenset[str]) -> None:
         manifest = selection.manifest
-        drops = manifest.drops
+        kinds = self._key_kinds(manifest, view)
         for key, entry in view.entries.items():
-            if not manifest.selects.match(key):
+            kind = kinds.get(key)
+            if kind is None:
+                kind = kinds[key] = _key_kind(manifest, key)
+            if kind is _NOT_SELECTED:
                 continue
-            if drops.board.match(key) or drops.any_key.match(key):
+            if kind is _DROPPED:
                 selection.withheld.append(key)
-                selection.board_absent[key] = Missing(key, MissingReason.INJECTED_DROP,
-                                                      'withheld by an injected drop')
+                selection.board_absent[key] = self._note(key, MissingReason.INJECTED_DROP,
+                                                         'withheld by an injected drop')
             elif entry.is_stale(now):
                 selection.stale.append(key)
-                missing = Missing(key, MissingReason.STALE, _stale_detail(entry, now))
-                selection.board_absent[key] = selection.missing[key] = missing
+                note = self._note(key, MissingReason.STALE, 'stale for ',
+                                  entry.effective_stamp + entry.ttl, f' s (ttl {entry.ttl:.1f} s)')
+                selection.board_absent[key] = note
+                selection.missing[key] = note.at(now)
             elif (not key.startswith(self._ws.exempt_prefixes)
                   and not _tags_pass(entry.tags, include, exclude)):
-                selection.board_absent[key] = _filtered(key, entry.tags, include, exclude)
+                selection.board_absent[key] = self._note(
+                    *_filtered(key, entry.tags, include, exclude))
             else:
                 selection.board[key] = entry
+
+    def _key_kinds(self, manifest: Manifest, view: BoardView) -> dict[str, object]:
+        """Return the cache of what `manifest` makes of each key (it depends on the key only)."""
+        kinds = self._kinds.get(manifest.name)
+        if kinds is None or kinds[0] is not manifest or len(kinds[1]) > 2 * len(view.entries) + 64:
+            kinds = self._kinds[manifest.name] = (manifest, {})
+        return kinds[1]
 
     def _select_events(self, selection: _Selection, log: EventLog, now: float,
                        include: frozenset[str], exclude: frozenset[str]) -> None:
@@ -249,11 +293,12 @@ class Assembler:
             key = event_item_key(event)
             if drops.any_key.match(key):
                 selection.withheld.append(key)
-                selection.event_absent[key] = Missing(key, MissingReason.INJECTED_DROP,
-                                                      'withheld by an injected drop')
+                selection.event_absent[key] = self._note(key, MissingReason.INJECTED_DROP,
+                                                         'withheld by an injected drop')
             elif (event.kind not in EXEMPT_EVENT_KINDS
                   and not _tags_pass(event.tags, include, exclude)):
-                selection.event_absent[key] = _filtered(key, event.tags, include, exclude)
+                selection.event_absent[key] = self._note(
+                    *_filtered(key, event.tags, include, exclude))
             else:
                 selection.events[key] = event
 
@@ -297,8 +342,15 @@ class Assembler:
         if entry.is_stale(now):
             return None, Missing(route_key, MissingReason.STALE,
                                  f'route {_stale_detail(entry, now)}')
+        return self._kept(('corridor', route_key, half_width_m), grid, entry.value,
+                          lambda: self._cut_corridor(grid, entry.value, route_key,
+                                                     half_width_m))
+
+    @staticmethod
+    def _cut_corridor(grid: GridMap, route: Any, route_key: str,
+                      half_width_m: float) -> tuple[MapWindow | None, Missing | None]:
         try:
-            window = grid.corridor(entry.value, half_width_m)
+            window = grid.corridor(route, half_width_m)
         except ValueError as error:
             return None, Missing(route_key, MissingReason.OUT_OF_SCOPE,
                                  f'route malformed: {error}')
@@ -307,12 +359,30 @@ class Assembler:
                                  'route corridor lies outside the map')
         return freeze_window(window), None
 
-    @staticmethod
-    def _pose_window(grid: GridMap, robot: _Pose,
+    def _kept(self, scope: tuple, grid: GridMap, source: Any, cut) -> tuple:
+        """Return `cut()`, or what it gave last tick for the same grid, scope and source.
+
+        A grid is never written to (GridMap's contract) and board values are frozen,
+        so the same objects cut the same window: it is kept, not cut, copied and
+        hashed again. Entries not used in a tick are dropped at its end.
+        """
+        kept = self._windows_used.get(scope) or self._windows.get(scope)
+        if kept is None or kept[0] is not grid or kept[1] is not source and kept[1] != source:
+            kept = (grid, source, cut())
+        self._windows_used[scope] = kept
+        return kept[2]
+
+    def _pose_window(self, grid: GridMap, robot: _Pose,
                      radius_m: float) -> tuple[MapWindow | None, Missing | None]:
         if robot.xy is None:
             return None, Missing(MAP, MissingReason.OUT_OF_SCOPE, robot.why_not)
-        x, y = robot.xy
+        return self._kept(('pose', radius_m), grid, robot.xy,
+                          lambda: self._cut_pose_window(grid, robot.xy, radius_m))
+
+    @staticmethod
+    def _cut_pose_window(grid: GridMap, xy: tuple[float, float],
+                         radius_m: float) -> tuple[MapWindow | None, Missing | None]:
+        x, y = xy
         if not grid.contains(x, y):
             height, width = grid.shape
             ox, oy = grid.origin
@@ -337,14 +407,13 @@ class Assembler:
         ws = self._ws
         wanted: dict[str, dict] = {}
         for selection in selections:
-            manifest = selection.manifest
+            weight = self._weight_for(selection.manifest)
             for key, entry in selection.board.items():
                 _want(wanted, key, Source.BOARD, entry.value, entry.stamp,
-                      manifest.weight_for(key) if entry.importance is None else entry.importance,
-                      False)
+                      weight(key) if entry.importance is None else entry.importance, False)
             for key, event in selection.events.items():
                 _want(wanted, key, Source.LOG, event.detail, event.stamp,
-                      manifest.weight_for(key) if event.importance is None else event.importance,
+                      weight(key) if event.importance is None else event.importance,
                       event.kind in EXEMPT_EVENT_KINDS)
         # An event that left every cabin's window has ended its scope: not an eviction.
         for item in ws.items() + ws.evicted_items():
@@ -371,11 +440,24 @@ class Assembler:
         # valuable of the tick, never an item put back a moment later. Unchanged present
         # items compete with their last use, so an unchanged selection keeps its winners.
         settlement = ws.settle(candidates)
-        for key in keys:
-            item = ws.get(key)
-            if item is not None and item.last_used < effective:  # served, not put this tick
-                ws.touch(key, now)
+        # Served, not put this tick: used now.
+        ws.touch_many([key for key in keys if (item := ws.get(key)) is not None
+                       and item.last_used < effective], now)
         return settlement
+
+    def _weight_for(self, manifest: Manifest):
+        """Return `manifest.weight_for`, remembering each key's weight (it depends on the key)."""
+        cached = self._weights.get(manifest.name)
+        if cached is None or cached[0] is not manifest or len(cached[1]) > 100_000:
+            cached = self._weights[manifest.name] = (manifest, {})
+        weights = cached[1]
+
+        def weight(key: str) -> float:
+            value = weights.get(key)
+            if value is None:
+                value = weights[key] = manifest.weight_for(key)
+            return value
+        return weight
 
     # -- packs --------------------------------------------------------------
 
@@ -391,7 +473,7 @@ class Assembler:
         for key in selection.events:
             if key not in ws:
                 selection.event_absent[key] = self._evicted(key, now)
-        self._require_board(selection, items)
+        self._require_board(selection, items, now)
         self._require_events(selection, events, log, now)
         self._report_drops(selection)
         absent = {**selection.board_absent, **selection.event_absent}
@@ -400,24 +482,51 @@ class Assembler:
         return make_pack(selection.manifest.name, tick, stamp, items, events,
                          selection.map_window, sorted(selection.missing.values(), key=_by_key),
                          sorted(absent.values(), key=_by_key), effective=now,
-                         readmitted=sorted(returned, key=lambda r: r.key))
+                         readmitted=sorted(returned, key=lambda r: r.key),
+                         encodings=self._encodings)
 
-    def _evicted(self, key: str, now: float) -> Missing:
-        """Report a selected key that is evicted, as of effective time `now` [s]."""
+    def _evicted(self, key: str, now: float) -> AbsentNote:
+        """Note a selected key that is evicted (unused for its age at effective `now` [s])."""
         record = self._ws.eviction_of(key) or self._ws.last_eviction(key)
         if record is None:
-            return Missing(key, MissingReason.EVICTED, 'evicted (record no longer in the log)')
-        unused_s = max(0.0, now - record.last_used)
-        return Missing(key, MissingReason.EVICTED,
-                       f'evicted at tick {record.tick} ({record.reason}): importance '
-                       f'{record.importance:.2f}, unused for {unused_s:.1f} s')
+            return self._note(key, MissingReason.EVICTED, 'evicted (record no longer in the log)')
+        # The text is made once per eviction (one record object per eviction).
+        kept = self._eviction_notes_used.get(key) or self._eviction_notes.get(key)
+        if kept is None or kept[0] is not record:
+            kept = (record, AbsentNote(
+                key, MissingReason.EVICTED, f'evicted at tick {record.tick} ({record.reason}): '
+                f'importance {record.importance:.2f}, unused for ', record.last_used, ' s'))
+        self._eviction_notes_used[key] = kept
+        return kept[1]
 
-    def _require_board(self, selection: _Selection, items: list) -> None:
+    def _note(self, key: str, reason: MissingReason, detail: str, since: float | None = None,
+              suffix: str = '') -> AbsentNote:
+        """Return the note, the very object of the last tick when it is the same.
+
+        Retained frames then share their absent records instead of each tick
+        keeping its own copy of every selected key it does not serve.
+        """
+        spec = (key, reason, detail, since, suffix)
+        note = self._notes_used.get(spec) or self._notes.get(spec)
+        if note is None:
+            note = AbsentNote(key, reason, detail, since, suffix)
+        self._notes_used[spec] = note
+        return note
+
+    def _require_board(self, selection: _Selection, items: list, now: float) -> None:
+        served = {item.key for item in items}
         for pattern in selection.manifest.requirements.board:
-            if any(fnmatch.fnmatchcase(item.key, pattern) for item in items):
-                continue
-            absent = [m for key, m in selection.board_absent.items()
-                      if fnmatch.fnmatchcase(key, pattern)]
+            if not is_glob(pattern):
+                # An exact key: no need to match it against every served and absent key.
+                if pattern in served:
+                    continue
+                note = selection.board_absent.get(pattern)
+                absent = [] if note is None else [note.at(now)]
+            else:
+                if any(fnmatch.fnmatchcase(key, pattern) for key in served):
+                    continue
+                absent = [note.at(now) for key, note in selection.board_absent.items()
+                          if fnmatch.fnmatchcase(key, pattern)]
             selection.missing.setdefault(pattern, _summarise(
                 pattern, absent, 'not on the board' if not is_glob(pattern)
                 else 'no board key matches'))
@@ -435,7 +544,7 @@ class Assembler:
                 selection.missing[spec] = Missing(spec, MissingReason.INJECTED_DROP,
                                                   'kind withheld by an injected drop')
                 continue
-            absent = [m for key, m in selection.event_absent.items()
+            absent = [note.at(now) for key, note in selection.event_absent.items()
                       if kind in (ALL_KINDS, event_item_kind(key))]
             stamps = [s for s in map(log.last_stamp, kinds) if s is not None]
             if not stamps:
@@ -471,6 +580,44 @@ def _unchanged(item, want: dict) -> bool:
             and item.importance == want['importance'] and not item.stale)
 
 
+_NOT_SELECTED, _DROPPED, _SELECTED = object(), object(), object()
+
+
+def _key_kind(manifest: Manifest, key: str) -> object:
+    """Return whether `manifest` selects board `key`, and whether a drop withholds it."""
+    if not manifest.selects.match(key):
+        return _NOT_SELECTED
+    drops = manifest.drops
+    return _DROPPED if drops.board.match(key) or drops.any_key.match(key) else _SELECTED
+
+
+class _Interest:
+    """Matches every board key an assembler may read: selected, goal tags, pose, route.
+
+    Hashable by identity: the board keeps one index per interest, and a change of
+    manifests makes a new one.
+    """
+
+    __slots__ = ('_manifests', '_goal_globs', '_exact')
+
+    def __init__(self, manifests: Mapping[str, Manifest], pose_key: str | None,
+                 route_key: str):
+        self._manifests = tuple(manifests.values())
+        goal_patterns = [manifest.tags.from_goal for manifest in self._manifests
+                         if manifest.tags.from_goal]
+        self._goal_globs = tuple(pattern for pattern in goal_patterns if is_glob(pattern))
+        self._exact = frozenset(
+            [pattern for pattern in goal_patterns if not is_glob(pattern)]
+            + [key for key in (pose_key, route_key) if key]
+            + [manifest.map.route_key for manifest in self._manifests if manifest.map.route_key])
+
+    def match(self, key: str) -> bool:
+        """Return True when some manifest, the pose or the route may read `key`."""
+        return (key in self._exact
+                or any(manifest.selects.match(key) for manifest in self._manifests)
+                or any(fnmatch.fnmatchcase(key, pattern) for pattern in self._goal_globs))
+
+
 def _want(wanted: dict, key: str, source: Source, value: Any, stamp: float, importance: float,
           exempt: bool) -> None:
     """Merge one cabin's wish for an item: the highest importance and any exemption win."""
@@ -496,14 +643,14 @@ def _summarise(key: str, absent: list[Missing], why_none: str,
 
 
 def _filtered(key: str, tags: Iterable[str], include: frozenset[str],
-              exclude: frozenset[str]) -> Missing:
-    """Return the report for an item the semantic tag filter left out."""
+              exclude: frozenset[str]) -> tuple[str, MissingReason, str]:
+    """Return (key, reason, detail) for an item the semantic tag filter left out."""
     excluded = sorted(set(tags) & exclude)
     if excluded:
         detail = f'left out by tag filter: tags {excluded} excluded'
     else:
         detail = f'left out by tag filter: tags {sorted(tags)} not in include {sorted(include)}'
-    return Missing(key, MissingReason.OUT_OF_SCOPE, detail)
+    return key, MissingReason.OUT_OF_SCOPE, detail
 
 
 def _by_key(missing: Missing) -> str:

@@ -6,7 +6,7 @@ import dataclasses
 import threading
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Protocol
 
 from working_memory.core.frozen import check_json, deep_freeze
 from working_memory.core.items import BoardEntry
@@ -23,6 +23,17 @@ class BoardView:
     def get(self, key: str) -> BoardEntry | None:
         """Return the entry for `key`, or None when the board does not hold it."""
         return self.entries.get(key)
+
+
+class KeyMatcher(Protocol):
+    """What a board index selects: any object with `match(key) -> bool` (stable per key)."""
+
+    def match(self, key: str) -> bool:
+        """Return True when the index holds `key`."""
+
+
+# Indexes kept per board; the least recently asked for is dropped beyond this.
+MAX_INDEXES = 8
 
 
 class BoardSnapshot:
@@ -42,6 +53,8 @@ class BoardSnapshot:
         self._lock = threading.Lock()
         self._entries: dict[str, BoardEntry] = {}
         self._version = 0
+        # matcher -> the board's keys it matches, in board order; kept current by apply.
+        self._indexes: dict[KeyMatcher, dict[str, None]] = {}
 
     def apply(self, entries: Iterable[BoardEntry] = (),
               removed_keys: Iterable[str] = ()) -> list[str]:
@@ -70,14 +83,45 @@ class BoardSnapshot:
         with self._lock:
             removed = [key for key in dict.fromkeys(removed_keys)
                        if self._entries.pop(key, None) is not None]
+            new = [entry.key for entry in frozen if entry.key not in self._entries]
             self._entries.update((entry.key, entry) for entry in frozen)
             self._version += 1
+            for matcher, keys in self._indexes.items():
+                for key in removed:
+                    keys.pop(key, None)
+                keys.update((key, None) for key in new if matcher.match(key))
         return removed
 
-    def view(self) -> BoardView:
-        """Return an immutable picture of the board as it is now."""
+    def view(self, keys: Iterable[str] | None = None) -> BoardView:
+        """Return an immutable picture of the board as it is now (of `keys` only, if given).
+
+        With `keys`, the picture holds those of them the board holds, in board
+        order when they come from `index`: a tick that reads a few keys of a large
+        board copies only those.
+        """
         with self._lock:
-            return BoardView(self._version, MappingProxyType(dict(self._entries)))
+            if keys is None:
+                return BoardView(self._version, MappingProxyType(dict(self._entries)))
+            entries = self._entries
+            return BoardView(self._version, MappingProxyType(
+                {key: entries[key] for key in keys if key in entries}))
+
+    def index(self, matcher: KeyMatcher) -> tuple[str, ...]:
+        """Return the board's keys `matcher` matches, in board order.
+
+        The first call for a matcher scans the board; after that every `apply`
+        keeps the answer current by matching only keys new to the board, so a
+        large board is not matched key by key on every tick. A matcher must be
+        hashable and give the same answer for a key every time.
+        """
+        with self._lock:
+            keys = self._indexes.pop(matcher, None)
+            if keys is None:
+                keys = {key: None for key in self._entries if matcher.match(key)}
+            self._indexes[matcher] = keys
+            while len(self._indexes) > MAX_INDEXES:
+                del self._indexes[next(iter(self._indexes))]
+            return tuple(keys)
 
     @property
     def version(self) -> int:

@@ -347,6 +347,20 @@ class WorkingSet:
         if not item.exempt:
             self._push(item, effective)
 
+    def touch_many(self, keys: Iterable[str], now: float) -> None:
+        """Mark each of `keys` used at `now` [s], in order (as `touch` one after the other)."""
+        effective = self._time.observe(now)
+        items = self._items
+        for key in keys:
+            old = items.get(key)
+            if old is None:
+                raise KeyError(f'touch: key {key!r} is not in the working set')
+            item = Item(key, old.value, old.source, old.importance, old.stamp, effective,
+                        old.stale, old.exempt, old.size)
+            items[key] = item
+            if not item.exempt:
+                self._push(item, effective)
+
     def mark_stale(self, key: str) -> None:
         """Flag a present `key` stale without using it: it keeps its rank and ages.
 

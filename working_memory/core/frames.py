@@ -15,10 +15,33 @@ import numpy as np
 from working_memory.core.checks import check_int
 from working_memory.core.eviction import EvictionRecord, Readmission
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, Item, Missing
+from working_memory.core.items import Event, Item, Missing, MissingReason
 from working_memory.core.timebase import epoch_time
 
 DIGEST_HEX_CHARS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class AbsentNote:
+    """Why a selected key is not served, as packs keep it: one note for as long as it holds.
+
+    The detail is `detail`, or with `since` [s, effective time] set, `detail` then
+    the age since it ('unused for 3.2', 'stale for 0.4') then `suffix`: the note
+    stays the same while only the age grows, so the frames of many ticks share it.
+    """
+
+    key: str
+    reason: MissingReason
+    detail: str
+    since: float | None = None
+    suffix: str = ''
+
+    def at(self, now: float) -> Missing:
+        """Return the note as a Missing at effective time `now` [s]."""
+        if self.since is None:
+            return Missing(self.key, self.reason, self.detail)
+        return Missing(self.key, self.reason,
+                       f'{self.detail}{max(0.0, now - self.since):.1f}{self.suffix}')
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,7 +54,8 @@ class Pack:
     that is not served, and `readmitted` how each served item that had been
     evicted came back (for `explain`); neither is part of the digest.
     `stamp` is the tick's ROS time, `effective` the same instant on the
-    effective timeline [s] (items' `last_used` is effective time).
+    effective timeline [s] (items' `last_used` is effective time). The pack keeps
+    `absent` as notes (`absent_notes`) shared with other ticks' packs while they hold.
     """
 
     cabin: str
@@ -41,10 +65,15 @@ class Pack:
     events: tuple[Event, ...]
     map_window: FrozenMapWindow | None
     missing: tuple[Missing, ...]
-    absent: tuple[Missing, ...]
+    absent_notes: tuple[AbsentNote, ...]
     digest: str
     effective: float
     readmitted: tuple[Readmission, ...] = ()
+
+    @property
+    def absent(self) -> tuple[Missing, ...]:
+        """Every other selected key not served, with its reason as of this tick."""
+        return tuple(note.at(self.effective) for note in self.absent_notes)
 
     def item(self, key: str) -> Item | None:
         """Return the served item for `key`, or None."""
@@ -87,19 +116,46 @@ class Frame:
 
 @dataclass(frozen=True, eq=False)
 class FrozenMapWindow(MapWindow):
-    """A map window whose data is a private read-only copy (not a view of a live grid)."""
+    """A map window whose cells nothing can change: a read-only copy or immutable memory.
+
+    `cells_digest` is the SHA-256 of its cells in C order, computed once when frozen:
+    a window kept from one tick to the next is not hashed again.
+    """
+
+    cells_digest: bytes = b''
 
 
 def freeze_window(window: MapWindow | None) -> FrozenMapWindow | None:
-    """Return a read-only copy of `window`, so later map updates cannot change a frozen frame.
+    """Return `window` frozen: later map updates cannot change a frozen frame.
 
-    An already frozen window is returned as is, so cabins can share one copy.
+    Cells held in immutable memory (a grid made from `bytes`, as the node's is) are
+    shared, read-only; any other cells are copied. An already frozen window is
+    returned as is, so cabins and ticks share one.
     """
     if window is None or isinstance(window, FrozenMapWindow):
         return window
-    data = np.array(window.data, copy=True)
+    if _in_immutable_memory(window.data):
+        data = window.data.view()
+    else:
+        data = np.array(window.data, copy=True, order='C')
     data.flags.writeable = False
-    return FrozenMapWindow(data, window.origin, window.resolution)
+    return FrozenMapWindow(data, window.origin, window.resolution,
+                           hashlib.sha256(np.ascontiguousarray(data).data).digest())
+
+
+def _in_immutable_memory(array: np.ndarray) -> bool:
+    """Return True when nothing can write `array`'s cells: they live in a bytes object."""
+    base = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return isinstance(base, bytes)
+
+
+def cells_digest(window: MapWindow) -> bytes:
+    """Return the SHA-256 of a window's cells in C order (kept by a frozen window)."""
+    if isinstance(window, FrozenMapWindow) and window.cells_digest:
+        return window.cells_digest
+    return hashlib.sha256(np.ascontiguousarray(window.data).data).digest()
 
 
 def _digest(parts: Iterable[bytes]) -> str:
@@ -114,42 +170,81 @@ def _canonical(value) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(',', ':')).encode()
 
 
+class ItemEncodings:
+    """The canonical encoding of each item's content, kept while the content is the same.
+
+    A pack digest encodes every item; an assembler passes one of these to
+    `make_pack` so an item unchanged since the last tick is not encoded again.
+    Items not encoded since the last `end_tick` are forgotten then.
+    """
+
+    def __init__(self):
+        self._kept: dict[str, tuple] = {}
+        self._used: dict[str, tuple] = {}
+
+    def encoding(self, item: Item) -> bytes:
+        """Return the item's canonical encoding, reused while its content objects are the same."""
+        key = item.key
+        kept = self._used.get(key) or self._kept.get(key)
+        if (kept is None or kept[0] is not item.value or kept[1] is not item.source
+                or kept[2] != item.importance or kept[3] != item.stamp
+                or kept[4] != item.stale or kept[5] != item.exempt):
+            kept = (item.value, item.source, item.importance, item.stamp, item.stale,
+                    item.exempt, _item_encoding(item))
+        self._used[key] = kept
+        return kept[6]
+
+    def end_tick(self) -> None:
+        """Forget the encodings no pack of the ending tick used."""
+        self._kept, self._used = self._used, {}
+
+
+def _item_encoding(item: Item) -> bytes:
+    return _canonical([item.key, item.value, item.source.value, item.importance, item.stamp,
+                       item.stale, item.exempt])
+
+
 def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapWindow | None,
-                missing: Iterable[Missing]) -> str:
+                missing: Iterable[Missing], encodings: ItemEncodings | None = None) -> str:
     """Return a pack's content digest: the same items, events, map and missing, the same digest.
 
     Bookkeeping that changes every tick without changing content (tick,
-    stamp, `last_used`) is left out.
+    stamp, `last_used`) is left out. Each item is encoded on its own (with
+    `encodings`, once while it is unchanged); the map's cells enter as their hash.
     """
-    content = {
-        'items': [[i.key, i.value, i.source.value, i.importance, i.stamp, i.stale, i.exempt]
-                  for i in items],
+    encode = _item_encoding if encodings is None else encodings.encoding
+    parts = [encode(item) for item in items]
+    parts.append(_canonical({
+        'items': len(parts),
         'events': [[e.seq, e.stamp, e.kind.value, e.source, e.key, e.detail, e.importance,
                     list(e.tags)] for e in events],
         'missing': [[m.key, m.reason.value, m.detail] for m in missing],
         'map': None if map_window is None else [list(map_window.origin), map_window.resolution,
                                                 list(map_window.data.shape)],
-    }
-    parts = [_canonical(content)]
+    }))
     if map_window is not None:
-        parts.append(np.ascontiguousarray(map_window.data).tobytes())
+        parts.append(cells_digest(map_window))
     return _digest(parts)
 
 
 def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
               events: Iterable[Event], map_window: MapWindow | None,
-              missing: Iterable[Missing], absent: Iterable[Missing] = (), *,
-              effective: float | None = None, readmitted: Iterable[Readmission] = ()) -> Pack:
+              missing: Iterable[Missing], absent: Iterable[Missing | AbsentNote] = (), *,
+              effective: float | None = None, readmitted: Iterable[Readmission] = (),
+              encodings: ItemEncodings | None = None) -> Pack:
     """Freeze one cabin's pack: tuples, items sorted by key, a read-only map window, digest.
 
-    `effective` [s] defaults to `stamp` (no clock reset so far).
+    `effective` [s] defaults to `stamp` (no clock reset so far); `encodings` lets
+    the digest reuse unchanged items' encodings (see `ItemEncodings`).
     """
     items = tuple(sorted(items, key=lambda item: item.key))
     events = tuple(events)
     missing = tuple(missing)
     map_window = freeze_window(map_window)
-    return Pack(cabin, tick, stamp, items, events, map_window, missing, tuple(absent),
-                pack_digest(items, events, map_window, missing),
+    notes = tuple(note if isinstance(note, AbsentNote) else
+                  AbsentNote(note.key, note.reason, note.detail) for note in absent)
+    return Pack(cabin, tick, stamp, items, events, map_window, missing, notes,
+                pack_digest(items, events, map_window, missing, encodings),
                 stamp if effective is None else effective, tuple(readmitted))
 
 

@@ -139,7 +139,10 @@ def grid_from_msg(msg, map_frame: str) -> GridMap:
     if abs(orientation.x) > 1e-6 or abs(orientation.y) > 1e-6 or abs(orientation.z) > 1e-6:
         raise ValueError('map: info.origin.orientation must be the identity '
                          '(rotated maps are not supported)')
-    cells = np.frombuffer(msg.data, dtype=np.int8).reshape(height, width)
+    # One copy into immutable bytes: frozen frames may then share the grid's cells instead
+    # of copying each tick's windows (core/frames.py freeze_window).
+    data = msg.data if isinstance(msg.data, bytes) else bytes(msg.data)
+    cells = np.frombuffer(data, dtype=np.int8).reshape(height, width)
     try:
         return GridMap(cells, (info.origin.position.x, info.origin.position.y), info.resolution)
     except ValueError as error:

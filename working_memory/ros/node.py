@@ -50,16 +50,14 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        cabin_param_specs, cabin_specs, check_known,
                                        check_parameter, check_refused, config_from_values,
                                        drop_cabin, drop_param_spec)
-from working_memory.ros.spin import Polled, drain, run_node
+from working_memory.ros.spin import Intake, run_node
 from working_memory.ros.views import Views
 from working_memory.srv import Assemble, Explain
 
 NOT_ACTIVE = 'node is not active'
-# Board and log are taken in batches (spin.Polled): before each tick, and every
-# INTAKE_PERIOD_S [s] on the steady clock in every configured state, at most
-# INTAKE_BUDGET_S [s] per topic each time (less when a tick is due sooner). The
-# 1000-deep input queue holds 20 ms of a 50 kHz stream.
-INTAKE_PERIOD_S = 0.02
+# Board and log are taken in batches (spin.Intake): before each tick, and in rounds
+# on the steady clock in every configured state (as often as Intake.pace says), at
+# most INTAKE_BUDGET_S [s] per topic each time (less when a tick is due sooner).
 INTAKE_BUDGET_S = 0.008
 TICK_INTAKE_BUDGET_S = 0.002
 
@@ -83,6 +81,15 @@ class Memory:
     last_diagnostics: float | None = None
     # Evictions caused between ticks (a smaller capacity set at runtime), published next tick.
     pending_evictions: list[EvictionRecord] = field(default_factory=list)
+    # Input topics as resolved for the frame's receipts.
+    resolved_names: dict[str, str] = field(default_factory=dict)
+
+    def resolved(self, topic: str, resolve: Callable[[str], str]) -> str:
+        """Return `resolve(topic)`, resolved once (names do not change while configured)."""
+        name = self.resolved_names.get(topic)
+        if name is None:
+            name = self.resolved_names[topic] = resolve(topic)
+        return name
 
     @property
     def timebase(self) -> TimeBase:
@@ -104,7 +111,8 @@ class WorkingMemoryNode(LifecycleNode):
         `board` (BoardUpdate), `map` (nav_msgs/OccupancyGrid, latched), `log` (LogEvent),
         `odom` (nav_msgs/Odometry) or `pose` (geometry_msgs/PoseStamped) per `pose_source`,
         `trigger_topic` (std_msgs/Empty) when set. Inputs are taken while inactive too: the
-        board mirror must not miss a change while the node is paused.
+        board mirror must not miss a change while the node is paused. `board` and `log`
+        belong to the helper node `<name>_inputs` and are taken in batches (spin.Intake).
     Publishers (lifecycle: silent unless active):
         `~/frame` (ContextFrame, reliable + transient local + keep last 1),
         `~/evictions` (EvictionBatch, in ticks with evictions or readmissions),
@@ -121,9 +129,9 @@ class WorkingMemoryNode(LifecycleNode):
         self._memory: Memory | None = None
         self._active = False
         self._entities: list[Subscription | Service] = []
-        # board and log: polled (they never wake the executor), taken by _take_inputs.
+        # board and log, on a helper node: they never wake the executor (_take_inputs).
+        self._intake: Intake | None = None
         self._inputs: dict[str, Subscription] = {}
-        self._polled = Polled()
         self._intake_timer: Timer | None = None
         self._jump_handle: JumpHandle | None = None
         self._timer: Timer | None = None
@@ -262,11 +270,12 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _create_entities(self, config: NodeConfig) -> None:
         """Create subscriptions, publishers, services and the clock-jump handler."""
+        self._intake = Intake(self)
+        self._input(BoardUpdate, 'board')
+        self._input(LogEvent, 'log')
         self._entities += [
-            self._input(BoardUpdate, 'board', self._on_board),
             self.create_subscription(OccupancyGrid, 'map', self._on_map, qos.map_qos(),
                                      event_callbacks=self._input_events('map')),
-            self._input(LogEvent, 'log', self._on_log),
         ]
         pose_topic = self._pose_topic(config)
         if pose_topic:
@@ -292,7 +301,7 @@ class WorkingMemoryNode(LifecycleNode):
             self.create_service(Assemble, '~/assemble', self._handle_assemble),
             self.create_service(Explain, '~/explain', self._handle_explain),
         ]
-        self._intake_timer = self.create_timer(INTAKE_PERIOD_S, self._on_intake,
+        self._intake_timer = self.create_timer(Intake.IDLE_PERIOD_S, self._on_intake,
                                                clock=Clock(clock_type=ClockType.STEADY_TIME))
         # Any backward jump (a simulation reset) starts a new epoch.
         self._jump_handle = self.get_clock().create_jump_callback(
@@ -312,6 +321,9 @@ class WorkingMemoryNode(LifecycleNode):
             self._destroy(entity)
         self._entities.clear()
         self._inputs.clear()
+        if self._intake is not None:
+            self._intake.destroy()
+            self._intake = None
         for publisher in (self._frame_pub, self._evictions_pub):
             if publisher is not None:
                 self.destroy_lifecycle_publisher(publisher)
@@ -433,7 +445,7 @@ class WorkingMemoryNode(LifecycleNode):
         memory.frames.publish(frame)
         config = memory.config
         # The receipt per input topic lets an offline replay apply exactly what this tick saw.
-        received = {self.resolve_topic_name(topic): count
+        received = {memory.resolved(topic, self.resolve_topic_name): count
                     for topic, count in memory.health.received_counts().items()}
         self._frame_pub.publish(memory.output.frame_bytes(frame, config.map_frame, received))
         if self._views is not None:
@@ -521,11 +533,11 @@ class WorkingMemoryNode(LifecycleNode):
             memory.log.append(event)
 
     def _take_inputs(self, budget_s: float) -> None:
-        """Take what board and log queued, for at most `budget_s` [s] each (see spin.Polled)."""
+        """Take what board and log queued, for at most `budget_s` [s] each (see spin.Intake)."""
         for topic, callback in (('board', self._on_board), ('log', self._on_log)):
             subscription = self._inputs.get(topic)
             if subscription is not None:
-                for msg, info in drain(subscription, budget_s):
+                for msg, info in self._intake.take(subscription, budget_s):
                     callback(msg, info)
 
     def _on_intake(self) -> None:
@@ -535,6 +547,9 @@ class WorkingMemoryNode(LifecycleNode):
         if until_tick is not None:
             budget = min(budget, 0.5e-9 * until_tick)
         self._take_inputs(budget)
+        period_ns = round(self._intake.pace() * 1e9)
+        if self._intake_timer.timer_period_ns != period_ns:
+            self._intake_timer.timer_period_ns = period_ns
 
     def _on_map(self, msg: OccupancyGrid) -> None:
         memory, _ = self._received('map')
@@ -558,13 +573,11 @@ class WorkingMemoryNode(LifecycleNode):
                                *(conv.publication(info) if info else ()))
         return memory, now
 
-    def _input(self, msg_type: type, topic: str, callback: Callable) -> Subscription:
-        """Subscribe a stream input (board, log): the node takes it itself, in batches."""
-        subscription = self.create_subscription(msg_type, topic, callback, qos.input_qos(),
-                                                callback_group=self._polled,
-                                                event_callbacks=self._input_events(topic))
-        self._inputs[topic] = subscription
-        return subscription
+    def _input(self, msg_type: type, topic: str) -> None:
+        """Subscribe a stream input (board, log): taken in batches (see spin.Intake)."""
+        self._inputs[topic] = self._intake.subscribe(
+            msg_type, self.resolve_topic_name(topic), qos.input_qos(),
+            self._input_events(topic))
 
     def _checked(self, topic: str, function: Callable, *args: Any) -> Any:
         """Return `function(*args)`; bad input (ValueError) is logged, counted, and gives None."""

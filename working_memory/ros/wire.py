@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 
 from working_memory.core.frames import Frame, Pack
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason, Source
+from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason
 
 ENCAPSULATION = b'\x00\x01\x00\x00'   # CDR little endian, no options
 _JSON = json.JSONEncoder(sort_keys=True, separators=(',', ':'), allow_nan=False)
@@ -35,6 +35,7 @@ _F64 = struct.Struct('<d')
 _U64 = struct.Struct('<Q')
 # WorkingItem after its strings: float64 importance, Time last_used, bool stale, bool exempt.
 _ITEM_TAIL = struct.Struct('<diI??')
+_ITEM_TIME_FROM_END = 10   # last_used starts 10 bytes before a WorkingItem's end
 # MapMetaData from its map_load_time: Time, float32 resolution, uint32 width, uint32 height.
 _MAP_META = struct.Struct('<iIfII')
 # Pose: position x, y, z then orientation x, y, z, w (float64 each).
@@ -55,13 +56,22 @@ def cdr_string(text: str) -> bytes:
 
 
 class Writer:
-    """Append CDR pieces, tracking the payload offset that alignment is counted from."""
+    """Append CDR pieces, tracking the payload offset that alignment is counted from.
 
-    __slots__ = ('parts', 'offset')
+    Cached pieces may hold a placeholder where a time goes: `patch` records
+    where (payload offset) and what, and `getvalue` writes them all at once.
+    """
+
+    __slots__ = ('parts', 'offset', 'patches')
 
     def __init__(self):
         self.parts: list[bytes] = [ENCAPSULATION]
         self.offset = 0
+        self.patches: dict[bytes, list[int]] = {}
+
+    def patch(self, offset: int, data: bytes) -> None:
+        """Have `getvalue` write the 8 bytes `data` at payload `offset`."""
+        self.patches.setdefault(data, []).append(offset)
 
     def align(self, size: int) -> None:
         """Pad with zeros to a multiple of `size` (1, 2, 4 or 8) [bytes]."""
@@ -91,7 +101,15 @@ class Writer:
 
     def getvalue(self) -> bytes:
         """Return the whole serialized message, encapsulation header first."""
-        return b''.join(self.parts)
+        if not self.patches:
+            return b''.join(self.parts)
+        buffer = bytearray(b''.join(self.parts))
+        cells = np.frombuffer(buffer, dtype=np.uint8)
+        for data, offsets in self.patches.items():
+            # One vectorised write per distinct value (a tick's items share one last_used).
+            at = np.asarray(offsets) + len(ENCAPSULATION)
+            cells[at[:, None] + np.arange(len(data))] = np.frombuffer(data, dtype=np.uint8)
+        return bytes(buffer)
 
 
 class _Piece:
@@ -106,6 +124,16 @@ class _Piece:
     def holds(self, sources: tuple) -> bool:
         """Return True when this piece encodes the very same objects."""
         return all(mine is theirs for mine, theirs in zip(self.sources, sources))
+
+
+def _same_item(sources: tuple, item: Item) -> bool:
+    """Return True when a piece's (value, source, importance, stale, exempt) are the item's.
+
+    The value must be the very object (1, 1.0 and True are equal but encode apart).
+    """
+    value, source, importance, stale, exempt = sources
+    return (value is item.value and source is item.source and importance == item.importance
+            and stale == item.stale and exempt == item.exempt)
 
 
 class FrameEncoder:
@@ -175,7 +203,7 @@ class FrameEncoder:
         writer.string(self._string(pack.cabin))
         writer.count(len(pack.items))
         for item in pack.items:
-            self._item(writer, item, pack, used_items)
+            self._item(writer, item, pack, used_items, stamp)
         self._map(writer, pack.map_window, stamp, frame_id)
         writer.count(len(pack.events))
         for event in pack.events:
@@ -199,23 +227,34 @@ class FrameEncoder:
             data = piece.by_phase[phase] = encode(*sources, phase)
         return data
 
-    def _item(self, writer: Writer, item: Item, pack: Pack, used: dict) -> None:
-        # The strings (key, value text, source) and their padding depend only on where the
-        # item starts; importance, last_used and the flags are packed each tick.
-        # Items are rebuilt every tick (last_used); their key, value and source objects are not.
-        writer.put(self._cached(self._items, used, item.key, (item.key, item.value, item.source),
-                                writer.offset, self._item_head))
-        writer.align(8)
-        writer.put(_ITEM_TAIL.pack(item.importance,
-                                   *nanoseconds(pack.ros_time(item.last_used)),
-                                   item.stale, item.exempt))
+    def _item(self, writer: Writer, item: Item, pack: Pack, used: dict,
+              stamp: tuple[int, int]) -> None:
+        # An item's bytes depend on where it starts and on its content, not on the tick:
+        # last_used (the tick's time for every item served) is patched in afterwards.
+        # Items are rebuilt every tick (last_used); their content objects are not.
+        offset = writer.offset
+        key = item.key
+        piece = used.get(key) or self._items.get(key)
+        if piece is None or not _same_item(piece.sources, item):
+            piece = _Piece((item.value, item.source, item.importance, item.stale, item.exempt))
+        used[key] = piece
+        phase = offset % 8
+        data = piece.by_phase.get(phase)
+        if data is None:
+            data = piece.by_phase[phase] = self._item_bytes(item, phase)
+        writer.parts.append(data)
+        writer.offset = offset + len(data)
+        last_used = pack.ros_time(item.last_used)
+        time = _TIME.pack(*(stamp if last_used == pack.stamp else nanoseconds(last_used)))
+        writer.patch(writer.offset - _ITEM_TIME_FROM_END, time)
 
-    def _item_head(self, key: str, value: Any, source: Source, phase: int) -> bytes:
+    def _item_bytes(self, item: Item, phase: int) -> bytes:
         piece = Writer()
         piece.offset = phase
-        piece.string(cdr_string(key))
-        piece.string(cdr_string(_JSON.encode(value)))
-        piece.string(self._string(source.value))
+        piece.string(cdr_string(item.key))
+        piece.string(cdr_string(_JSON.encode(item.value)))
+        piece.string(self._string(item.source.value))
+        piece.put(_ITEM_TAIL.pack(item.importance, 0, 0, item.stale, item.exempt), 8)
         return b''.join(piece.parts[1:])
 
     def _event_bytes(self, event: Event, phase: int) -> bytes:
