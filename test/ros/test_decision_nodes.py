@@ -179,6 +179,8 @@ def test_executor_switches_to_remote_open_after_a_failure(start, probe, spin_unt
     assert spin_until(lambda: len(probe.events_of(EventKind.ACTION, 'open_door')) == 2)
     assert probe.events_of(EventKind.ACTION, 'open_door')[1].detail == {'strategy': 'remote_open',
                                                                         'attempt': 2}
+    # The status is another topic: it may arrive after the action event.
+    assert spin_until(lambda: probe.status('executor', 2))
     assert '"retry_policy":"adaptive"' in probe.status('executor', 2).detail
 
 

@@ -5,6 +5,7 @@ the recording is offline: replay through the core, suggest, doctor.
 """
 
 import importlib.util
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -169,9 +170,13 @@ def pip_installed(tmp_path_factory):
     if importlib.util.find_spec('pip') is None:
         pytest.skip('pip is not installed')
     target = tmp_path_factory.mktemp('site')
+    # From a copy: setuptools builds in the source folder (build/, *.egg-info).
+    source = tmp_path_factory.mktemp('source') / 'working_memory'
+    shutil.copytree(SOURCE, source, ignore=shutil.ignore_patterns(
+        '.git', '.build', 'build', '*.egg-info', '__pycache__', '.pytest_cache'))
     result = subprocess.run(
         [sys.executable, '-m', 'pip', 'install', '--quiet', '--no-deps', '--target',
-         str(target), str(SOURCE)], capture_output=True, text=True)
+         str(target), str(source)], capture_output=True, text=True)
     if result.returncode and 'setuptools' in result.stderr and 'satisf' in result.stderr:
         pytest.skip('no package index to build the wheel with: ' + result.stderr[-200:])
     assert result.returncode == 0, result.stderr

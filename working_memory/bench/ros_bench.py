@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import pathlib
+import shutil
 import signal
 import statistics
 import subprocess
@@ -28,6 +29,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+
+from working_memory.bench.profile import format_profile, parse_raw
 
 CONFIG = pathlib.Path(__file__).resolve().parents[2] / 'config' / 'working_memory.yaml'
 # -P: the installed package (with its generated msg/srv), not the source tree in the cwd.
@@ -211,6 +214,7 @@ class Settings:
     big_board_keys: int = BIG_BOARD_KEYS
     soak_s: float = 0.0
     quick: bool = False
+    profile: pathlib.Path | None = None   # py-spy's raw output of the node at 100 Hz + 1 kHz
 
 
 @dataclass(frozen=True)
@@ -555,10 +559,39 @@ def _core_figures(settings: Settings) -> list[Figure]:
     return figures
 
 
+def bench_env(domain: int) -> dict[str, str]:
+    """Return the environment of every process: this one's, in `domain`, on loopback."""
+    return {**os.environ, 'ROS_DOMAIN_ID': str(domain),
+            'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+
+
+def profile_node(workdir: pathlib.Path, env: dict, settings: Settings) -> str:
+    """Sample the node with py-spy at 100 Hz ticks + the 1 kHz board; return the summary.
+
+    The raw stacks are kept at `settings.profile` (flame graphs: `py-spy`'s raw
+    format is Brendan Gregg's collapsed stacks).
+    """
+    spy = shutil.which('py-spy')
+    if spy is None:
+        raise RuntimeError('py-spy not found: it is in tools/requirements.txt (make setup)')
+    with Run(workdir, env) as run:
+        target = run.start(node_command(100.0, settings.node))
+        run.role('load', 'load.json', *_load_options(settings, settings.board_hz),
+                 '--duration', str(settings.settle_s + settings.measure_s + 3))
+        time.sleep(settings.settle_s)
+        # --nonblocking: the node is not paused while sampled (no added latency).
+        subprocess.run([spy, 'record', '--pid', str(target.pid), '--nonblocking',
+                        '--duration', str(max(1, round(settings.measure_s))), '--rate', '200',
+                        '--format', 'raw', '--output', str(settings.profile)],
+                       check=True, capture_output=True, timeout=settings.measure_s + 60)
+    text = settings.profile.read_text(encoding='utf-8')
+    return format_profile(parse_raw(text), f'py-spy profile of `{" ".join(settings.node)}`, '
+                          f'100 Hz ticks + {settings.board_hz:g} Hz board')
+
+
 def measure(settings: Settings, domain: int) -> list[Figure]:
     """Run every figure group of `settings` `settings.repeats` times; return the table rows."""
-    env = {**os.environ, 'ROS_DOMAIN_ID': str(domain),
-           'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+    env = bench_env(domain)
     groups = settings.groups
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix='wm_bench_') as tmp:
@@ -610,6 +643,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--soak', action='store_true',
                         help='also the 10-minute soak at 100 Hz + 1 kHz (RSS from /proc)')
     parser.add_argument('--soak-s', type=float, default=600.0, help='soak duration [s]')
+    parser.add_argument('--profile', type=pathlib.Path, metavar='RAW',
+                        help='instead of the figures: sample the node with py-spy at 100 Hz + '
+                             '1 kHz, keep the raw stacks in RAW, print the top functions')
     parser.add_argument('--node', default=' '.join(NODE),
                         help='command that runs the node (an A/B build), default %(default)s')
     args = parser.parse_args(argv)
@@ -624,8 +660,12 @@ def main(argv: list[str] | None = None) -> int:
                         big_board_keys=5000 if quick else BIG_BOARD_KEYS,
                         soak_s=(min(args.soak_s, 30.0) if quick else args.soak_s)
                         if args.soak else 0.0,
-                        quick=quick)
+                        quick=quick, profile=args.profile)
     started = time.monotonic()
+    if settings.profile is not None:
+        with tempfile.TemporaryDirectory(prefix='wm_profile_') as tmp:
+            print(profile_node(pathlib.Path(tmp), bench_env(args.domain), settings))
+        return 0
     figures = measure(settings, args.domain)
     print(f'ROS-level benchmark: {settings.repeats} repetition(s) of {settings.measure_s:g} s, '
           f'map {settings.map_side} x {settings.map_side} cells, domain {args.domain}, '

@@ -23,6 +23,7 @@ from rclpy.duration import Duration
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.exceptions import InvalidTopicNameException, ParameterException
 from rclpy.executors import Executor, SingleThreadedExecutor
+from rclpy.experimental import EventsExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.service import Service
@@ -652,19 +653,24 @@ class WorkingMemoryNode(LifecycleNode):
         return self.get_clock().now().nanoseconds * 1e-9
 
 
-def make_executor(context=None) -> Executor:
-    """Return the executor the node runs in: single-threaded, chosen by measurement.
+EXECUTORS = ('single', 'events')
 
-    rclpy's executor serves every ready timer before the subscriptions of each
-    wait, so a flood cannot starve the tick, and every callback is short. With a
-    board flood of ~14 000 msgs/s from another process (2 shared cores, 100 Hz
-    ticks) it kept 95-98 ticks/s (max gap 32 ms) and took 570-1130 msgs/s;
-    a MultiThreadedExecutor with ingestion, tick and service callback groups
-    kept 92-94 ticks/s (max gap 47 ms) and took 310-400 msgs/s: threads only
-    add GIL hand-overs. A hung or never-reading service client stalled neither
-    (100 ticks/s). rclpy holds the GIL while sending a service response, so a
-    blocking response write would stall any executor's threads alike.
+
+def make_executor(context=None, kind: str = 'single') -> Executor:
+    """Return the executor the node runs in: `single` (default) or `events`, by measurement.
+
+    rclpy's single-threaded executor serves every ready timer before the
+    subscriptions of each wait, so a flood cannot starve the tick, and every
+    callback is short. With a board flood of ~14 000 msgs/s from another process
+    (2 shared cores, 100 Hz ticks) it kept 95-98 ticks/s (max gap 32 ms); a
+    MultiThreadedExecutor with ingestion, tick and service callback groups kept
+    92-94 ticks/s (max gap 47 ms): threads only add GIL hand-overs. Board and log
+    never wake it (spin.Intake). `events` is rclpy's experimental EventsExecutor
+    (a C++ event queue, no wait set rebuilt per wake-up); BENCHMARKS.md compares
+    the two. A hung or never-reading service client stalls neither.
     """
+    if kind == 'events':
+        return EventsExecutor(context=context)
     return SingleThreadedExecutor(context=context)
 
 
@@ -673,6 +679,8 @@ def main(args: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='working_memory_node')
     parser.add_argument('--autostart', action='store_true',
                         help='configure and activate at start')
+    parser.add_argument('--executor', choices=EXECUTORS, default='single',
+                        help='rclpy executor to spin in (default: %(default)s)')
     options = parser.parse_args(remove_ros_args(args if args is not None else sys.argv)[1:])
 
     def autostart(node: WorkingMemoryNode) -> bool:
@@ -680,4 +688,5 @@ def main(args: list[str] | None = None) -> int:
             node.trigger_configure() == TransitionCallbackReturn.SUCCESS
             and node.trigger_activate() == TransitionCallbackReturn.SUCCESS)
 
-    return run_node(WorkingMemoryNode, args, start=autostart, make_executor=make_executor)
+    return run_node(WorkingMemoryNode, args, start=autostart,
+                    make_executor=lambda: make_executor(kind=options.executor))
