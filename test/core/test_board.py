@@ -76,6 +76,18 @@ def test_with_a_timebase_entries_are_placed_on_the_effective_timeline_on_arrival
     assert before.stale_for(now) == pytest.approx(0.1)
 
 
+def test_checked_entries_are_kept_as_given_and_placed_on_the_effective_timeline():
+    timebase = TimeBase()
+    board = BoardSnapshot(timebase)
+    timebase.observe(100.0)
+    timebase.observe(0.2)                          # reset: effective 100 s
+    entry = BoardEntry('after', 2, 0.2, ttl=1.0)
+    board.apply_checked([entry])
+    assert board.get('after') is entry and entry.effective_stamp == 100.0
+    with pytest.raises(ValueError, match='also set'):
+        board.apply_checked([BoardEntry('x', 1, 0.0)], ['x'])
+
+
 @pytest.mark.parametrize('value', [math.nan, math.inf, {'x': -math.inf}, [1.0, math.nan]])
 def test_non_finite_numbers_are_not_json_and_nothing_applies(value):
     board = BoardSnapshot()

@@ -57,19 +57,23 @@ class BoardSnapshot:
         self._indexes: dict[KeyMatcher, dict[str, None]] = {}
 
     def apply(self, entries: Iterable[BoardEntry] = (),
-              removed_keys: Iterable[str] = ()) -> list[str]:
+              removed_keys: Iterable[str] = (), *, checked: bool = False) -> list[str]:
         """Insert or replace `entries`, drop `removed_keys`; return the keys actually removed.
 
         A key both set and removed by the same update is a contradiction and
         raises ValueError, as does anything that is not a BoardEntry; nothing
-        is applied then.
+        is applied then. `checked`: the entries are new objects (the board
+        places them in time itself) whose values are strict JSON and deeply
+        frozen already (the node's intake parses them so), so they are kept as
+        they are rather than checked and copied.
         """
         entries = list(entries)
         removed_keys = list(removed_keys)
         for index, entry in enumerate(entries):
             if not isinstance(entry, BoardEntry):
                 raise ValueError(f'entries[{index}]: must be a BoardEntry, got {entry!r}')
-            check_json(entry.value, f'entries[{index}] {entry.key!r}: value')
+            if not checked:
+                check_json(entry.value, f'entries[{index}] {entry.key!r}: value')
         for index, key in enumerate(removed_keys):
             if not isinstance(key, str) or not key:
                 raise ValueError(f'removed_keys[{index}]: must be a non-empty string, got {key!r}')
@@ -77,9 +81,15 @@ class BoardSnapshot:
         if both:
             raise ValueError(f'removed_keys: {sorted(both)} also set by the same update')
         timebase = self._timebase
-        frozen = [dataclasses.replace(entry, value=deep_freeze(entry.value), effective_stamp=(
-            entry.effective_stamp if timebase is None else timebase.place(entry.stamp)))
-            for entry in entries]
+        if checked:
+            frozen = entries
+            if timebase is not None:
+                for entry in frozen:
+                    object.__setattr__(entry, 'effective_stamp', timebase.place(entry.stamp))
+        else:
+            frozen = [dataclasses.replace(entry, value=deep_freeze(entry.value), effective_stamp=(
+                entry.effective_stamp if timebase is None else timebase.place(entry.stamp)))
+                for entry in entries]
         with self._lock:
             removed = [key for key in dict.fromkeys(removed_keys)
                        if self._entries.pop(key, None) is not None]
@@ -91,6 +101,11 @@ class BoardSnapshot:
                     keys.pop(key, None)
                 keys.update((key, None) for key in new if matcher.match(key))
         return removed
+
+    def apply_checked(self, entries: Iterable[BoardEntry] = (),
+                      removed_keys: Iterable[str] = ()) -> list[str]:
+        """Return `apply(entries, removed_keys, checked=True)`."""
+        return self.apply(entries, removed_keys, checked=True)
 
     def view(self, keys: Iterable[str] | None = None) -> BoardView:
         """Return an immutable picture of the board as it is now (of `keys` only, if given).

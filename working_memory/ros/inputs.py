@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from working_memory.core.frozen import FrozenDict, deep_freeze
 from working_memory.core.gridmap import GridMap
 from working_memory.core.items import BoardEntry, Event, EventKind
 
@@ -53,10 +54,23 @@ def _finite_float(text: str) -> float:
     return number
 
 
-def json_field(text: str, what: str) -> Any:
-    """Parse strict JSON `text` (RFC 8259: no NaN, Infinity, -Infinity); ValueError names `what`."""
+# Made once: json.loads with hooks builds a decoder per call.
+_STRICT = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+_STRICT_FROZEN = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float,
+                                  object_pairs_hook=FrozenDict)
+
+
+def json_field(text: str, what: str, frozen: bool = False) -> Any:
+    """Parse strict JSON `text` (RFC 8259: no NaN, Infinity, -Infinity); ValueError names `what`.
+
+    `frozen`: the value comes deeply immutable, as `core.frozen.deep_freeze` makes it.
+    """
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        if not frozen:
+            return _STRICT.decode(text)
+        value = _STRICT_FROZEN.decode(text)
+        # Objects come frozen from the parser; only arrays are left to turn into tuples.
+        return deep_freeze(value) if '[' in text else value
     except ValueError as error:
         raise ValueError(f'{what}: not valid JSON ({error}): {text[:80]!r}') from None
 
@@ -72,17 +86,19 @@ class BoardBatch:
     errors: tuple[str, ...]
 
 
-def board_batch_from_msg(msg, now: float) -> BoardBatch:
+def board_batch_from_msg(msg, now: float, frozen: bool = False) -> BoardBatch:
     """Convert a BoardUpdate, rejecting bad entries one by one (the rest still apply).
 
     An entry stamp of zero falls back to the header stamp, then to `now` [s]
     (receive time): a board owner that does not stamp still gets ttl handling.
+    `frozen`: values come deeply immutable and strict JSON, ready for
+    `BoardSnapshot.apply(..., checked=True)` (the node's intake, the hot path).
     """
     received = stamp_or(msg.header.stamp, now)
     entries, errors = [], []
     for index, entry in enumerate(msg.entries):
         try:
-            entries.append(board_entry_from_msg(entry, received))
+            entries.append(board_entry_from_msg(entry, received, frozen))
         except ValueError as error:
             errors.append(f'entries[{index}] {error}')
     removed = tuple(msg.removed_keys)
@@ -92,9 +108,9 @@ def board_batch_from_msg(msg, now: float) -> BoardBatch:
     return BoardBatch(tuple(entries), removed, tuple(errors))
 
 
-def board_entry_from_msg(entry, received: float) -> BoardEntry:
+def board_entry_from_msg(entry, received: float, frozen: bool = False) -> BoardEntry:
     """Convert one BoardEntry message, raising ValueError naming the key and field."""
-    value = json_field(entry.value, f'board entry {entry.key!r}: value')
+    value = json_field(entry.value, f'board entry {entry.key!r}: value', frozen)
     return BoardEntry(key=entry.key, value=value, stamp=stamp_or(entry.stamp, received),
                       importance=importance_from_msg(entry.importance),
                       ttl=seconds_from_duration(entry.ttl), tags=tuple(entry.tags))

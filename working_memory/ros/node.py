@@ -522,10 +522,11 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _on_board(self, msg: BoardUpdate, info: dict) -> None:
         memory, now = self._received('board', info)
-        batch = conv.board_batch_from_msg(msg, now)
+        # Values parsed frozen and strict: the board keeps them as they are (checked=True).
+        batch = conv.board_batch_from_msg(msg, now, frozen=True)
         for error in batch.errors:
             self._reject('board', error)
-        self._checked('board', memory.board.apply, batch.entries, batch.removed_keys)
+        self._checked('board', memory.board.apply_checked, batch.entries, batch.removed_keys)
 
     def _on_log(self, msg: LogEvent, info: dict) -> None:
         memory, now = self._received('log', info)
