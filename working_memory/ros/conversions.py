@@ -24,6 +24,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
                                 SetParametersResult)
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_policy_name_from_kind
+from rclpy.serialization import deserialize_message
 
 from working_memory.core.eviction import CAPACITY, EvictionRecord, Readmission
 from working_memory.core.explain import Explanation
@@ -46,6 +47,7 @@ from working_memory.ros.inputs import (BoardBatch, board_batch_from_msg,  # noqa
 from working_memory.ros.params import (ParamSpec, ParamType, check_value, coerce,
                                        param_spec)
 from working_memory.ros.wire import FrameEncoder
+from working_memory.ros.wire_in import UnknownEncoding, board_update
 
 # -- time ------------------------------------------------------------------
 
@@ -413,6 +415,17 @@ def diagnostic_array(statuses: list[Status], node_name: str, stamp: float) -> Di
 def incompatible_qos_policy(info) -> str:
     """Return the policy name of a QoS incompatibility event (e.g. 'DURABILITY')."""
     return qos_policy_name_from_kind(info.last_policy_kind)
+
+
+def board_update_from_bytes(data: bytes) -> Any:
+    """Return a serialized BoardUpdate as `board_batch_from_msg` reads it; ValueError if malformed.
+
+    Read in place (ros/wire_in.py); an encoding other than XCDR1 by rclpy.
+    """
+    try:
+        return board_update(data)
+    except UnknownEncoding:
+        return deserialize_message(data, BoardUpdate)
 
 
 def publication(info: Mapping[str, Any]) -> tuple[bytes, int | None]:

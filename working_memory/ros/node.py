@@ -272,7 +272,8 @@ class WorkingMemoryNode(LifecycleNode):
     def _create_entities(self, config: NodeConfig) -> None:
         """Create subscriptions, publishers, services and the clock-jump handler."""
         self._intake = Intake(self)
-        self._input(BoardUpdate, 'board')
+        # The board taken serialized: read in place, without building message objects.
+        self._input(BoardUpdate, 'board', raw=True)
         self._input(LogEvent, 'log')
         self._entities += [
             self.create_subscription(OccupancyGrid, 'map', self._on_map, qos.map_qos(),
@@ -520,8 +521,11 @@ class WorkingMemoryNode(LifecycleNode):
 
     # -- inputs -----------------------------------------------------------------
 
-    def _on_board(self, msg: BoardUpdate, info: dict) -> None:
+    def _on_board(self, data: bytes, info: dict) -> None:
         memory, now = self._received('board', info)
+        msg = self._checked('board', conv.board_update_from_bytes, data)
+        if msg is None:
+            return
         # Values parsed frozen and strict: the board keeps them as they are (checked=True).
         batch = conv.board_batch_from_msg(msg, now, frozen=True)
         for error in batch.errors:
@@ -575,11 +579,11 @@ class WorkingMemoryNode(LifecycleNode):
                                *(conv.publication(info) if info else ()))
         return memory, now
 
-    def _input(self, msg_type: type, topic: str) -> None:
+    def _input(self, msg_type: type, topic: str, raw: bool = False) -> None:
         """Subscribe a stream input (board, log): taken in batches (see spin.Intake)."""
         self._inputs[topic] = self._intake.subscribe(
             msg_type, self.resolve_topic_name(topic), qos.input_qos(),
-            self._input_events(topic))
+            self._input_events(topic), raw=raw)
 
     def _checked(self, topic: str, function: Callable, *args: Any) -> Any:
         """Return `function(*args)`; bad input (ValueError) is logged, counted, and gives None."""

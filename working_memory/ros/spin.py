@@ -68,11 +68,11 @@ class Intake:
         self._events_due = 0.0
 
     def subscribe(self, msg_type: type, topic: str, qos_profile: Any,
-                  event_callbacks: Any) -> Subscription:
-        """Subscribe the fully resolved `topic`; only `take` takes its messages."""
+                  event_callbacks: Any, raw: bool = False) -> Subscription:
+        """Subscribe the fully resolved `topic`; only `take` takes its messages (bytes if `raw`)."""
         return self.node.create_subscription(msg_type, topic, _never_called, qos_profile,
                                              callback_group=self._group,
-                                             event_callbacks=event_callbacks)
+                                             event_callbacks=event_callbacks, raw=raw)
 
     def take(self, subscription: Subscription, budget_s: float) -> Iterator[tuple[Any, dict]]:
         """Yield (msg, message info) queued on `subscription`, oldest first, for `budget_s` [s].
