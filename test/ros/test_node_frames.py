@@ -14,7 +14,8 @@ from working_memory.core.items import BoardEntry, Event, EventKind
 from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent, MissingItem
 from working_memory.ros import qos
-from working_memory.ros.conversions import board_update_msg, log_event_msg, time_from_seconds
+from working_memory.ros.conversions import (board_update_msg, log_event_msg, pack_view_from_msg,
+                                            time_from_seconds)
 from working_memory.sim.conversions import odometry_msg
 
 OBSTACLE = (10, 12)  # (row, col) of the one occupied cell
@@ -71,6 +72,10 @@ def feed_delivery_scene(probe, node):
     publish_event(probe, EventKind.ACTION, 'drive', None, importance=0.4)
 
 
+# These tests read each pack's window in the frame itself (test_windows.py: by reference).
+INLINE = {'map_windows': 'inline'}
+
+
 def complete(frame):
     planner, executor = pack(frame, 'planner'), pack(frame, 'executor')
     return (len(planner.recent_events) == 2 and len(executor.recent_events) == 3
@@ -78,7 +83,7 @@ def complete(frame):
 
 
 def test_board_map_and_log_inputs_reach_every_pack_of_the_frame(start_memory):
-    node, probe = start_memory()
+    node, probe = start_memory(INLINE)
     feed_delivery_scene(probe, node)
     frame = probe.wait_frame(complete)
     planner, executor = pack(frame, 'planner'), pack(frame, 'executor')
@@ -127,14 +132,22 @@ def test_late_subscriber_gets_the_latched_current_frame(start_memory, context, a
     assert late[0].tick == last.tick and late[0].digest == last.digest
 
 
-def test_assemble_returns_exactly_the_pack_published_in_that_tick(start_memory):
-    node, probe = start_memory()
+@pytest.mark.parametrize('map_windows', ['inline', 'reference'])
+def test_assemble_returns_exactly_the_pack_published_in_that_tick(start_memory, map_windows):
+    node, probe = start_memory({'map_windows': map_windows})
     feed_delivery_scene(probe, node)
-    frame = probe.wait_frame(complete)
+    frame = probe.wait_frame(lambda f: pack(f, 'planner').map_window_digest
+                             and 'action:current' in keys(pack(f, 'executor')))
     for index, cabin in enumerate(('planner', 'executor')):
         response = probe.assemble(cabin, frame.tick)
         assert response.success and response.message == ''
-        assert response.pack == frame.packs[index]
+        published = frame.packs[index]
+        if map_windows == 'reference' and published.map_window_digest:
+            # The service answers the window inline: the one the frame names by digest.
+            view = pack_view_from_msg(response.pack, None)
+            assert view.map_window is not None and not published.nearby_map.info.width
+            response.pack.nearby_map = published.nearby_map
+        assert response.pack == published
     latest = probe.assemble('planner', 0)
     assert latest.success and latest.pack.tick >= frame.tick
 
@@ -193,7 +206,7 @@ def test_explain_answers_every_reason(start_memory):
 
 
 def test_injected_drop_is_visible_in_packs_and_switchable_at_runtime(start_memory):
-    node, probe = start_memory()
+    node, probe = start_memory(INLINE)
     feed_delivery_scene(probe, node)
     probe.wait_frame(complete)
     node.set_parameters([Parameter('cabins.planner.drop', value=['events:FAILURE', 'map'])])
@@ -246,7 +259,7 @@ def pose_stamped(x, y, stamp, frame_id):
 
 
 def test_with_a_pose_topic_a_board_pose_does_not_place_the_map_window(start_memory):
-    node, probe = start_memory({'pose_source': 'odometry'})
+    node, probe = start_memory({'pose_source': 'odometry', **INLINE})
     probe.wait_matched(probe.board)
     probe.map.publish(grid_msg())
     publish_board(probe, node, entry('pose', {'x': 1.25, 'y': 1.05, 'yaw': 0.0}))
@@ -265,7 +278,7 @@ def test_with_a_pose_topic_a_board_pose_does_not_place_the_map_window(start_memo
     ('odometry', 'odom', Odometry, odometry), ('pose_stamped', 'pose', PoseStamped, pose_stamped)])
 def test_pose_topic_places_the_map_window_and_rejects_other_frames(start_memory, source, topic,
                                                                    msg_type, make):
-    node, probe = start_memory({'pose_source': source})
+    node, probe = start_memory({'pose_source': source, **INLINE})
     pose = probe.node.create_publisher(msg_type, topic, 10)
     probe.map.publish(grid_msg())
     probe.wait_matched(pose)
