@@ -21,7 +21,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from working_memory.core.pack_view import PackView
-from working_memory.core.windows import WINDOWS_KEPT, Joined, WindowJoin
+from working_memory.core.windows import Joined, WINDOWS_KEPT, WindowJoin
 from working_memory.msg import ContextFrame, MapWindow
 from working_memory.ros.conversions import (cabin_pack_from_frame, frame_cabins,
                                             map_window_from_msg, pack_view_from_msg)
@@ -110,6 +110,11 @@ class WorkingMemoryClient:
     def cabin(self) -> str:
         """The cabin whose pack this client reads."""
         return self._cabin
+
+    @property
+    def waiting(self) -> int:
+        """How many packs wait for the map window they name."""
+        return self._join.held
 
     def latest(self) -> PackView | None:
         """Return the newest pack of this cabin, None before the first frame."""

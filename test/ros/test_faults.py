@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from working_memory.tools import inspect
-from working_memory.tools.doctor import doctor
 from working_memory.tools.bag import BagReader
+from working_memory.tools.doctor import doctor
 from working_memory.tools.recording import load_recording, load_run
 from working_memory.tools.replay import agreement, recorded_settings
 from working_memory.tools.suggest import suggest

@@ -10,9 +10,12 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.parameter import Parameter
 
+from working_memory.client import WorkingMemoryClient
 from working_memory.core.items import BoardEntry, Event, EventKind
+from working_memory.core.windows import WINDOWS_KEPT, window_digest
 from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent, MissingItem
+from working_memory.msg import MapWindow as MapWindowMsg
 from working_memory.ros import qos
 from working_memory.ros.conversions import (board_update_msg, log_event_msg, pack_view_from_msg,
                                             time_from_seconds)
@@ -296,3 +299,75 @@ def test_pose_topic_places_the_map_window_and_rejects_other_frames(start_memory,
     status = probe.status('inputs', lambda s: probe.values(s)[f'{topic}.rejected'] != '0',
                           on_spin=lambda: publish('odom'))
     assert "'odom' is not map_frame 'map'" in probe.values(status)[f'{topic}.last_rejection']
+
+
+# -- map windows by reference (map_windows: reference, the default) ------------------
+
+
+def window_messages(probe, cabin='planner'):
+    """Subscribe the probe to `cabin`'s window topic; return the list the messages go to."""
+    received = []
+    probe.node.create_subscription(MapWindowMsg, f'{probe.fully_qualified_name}/{cabin}/window',
+                                   received.append, qos.latched_qos(WINDOWS_KEPT))
+    return received
+
+
+def names_window(frame):
+    return bool(pack(frame, 'planner').map_window_digest)
+
+
+def test_late_joiner_gets_a_complete_digest_checked_context_at_once(start_memory, add_node,
+                                                                    context, namespace):
+    node, probe = start_memory()
+    feed_delivery_scene(probe, node)
+    frame = probe.wait_frame(names_window)
+    planner = pack(frame, 'planner')
+    assert not planner.nearby_map.info.width   # by reference: the frame carries no cells
+    late = WorkingMemoryClient(add_node(rclpy.create_node('late', context=context)), 'planner',
+                               f'{namespace}/working_memory')
+    assert probe.spin_until(lambda: late.latest() is not None)
+    view = late.latest()
+    assert view.map_window is not None and view.map_window_digest
+    assert window_digest(view.map_window) == view.map_window_digest
+    # The 1 m window around (1.25, 1.05) m of the test map: 21 x 21 cells, one obstacle.
+    assert view.map_window.data.shape == (21, 21)
+    assert view.map_window.data[OBSTACLE[0], OBSTACLE[1] - 2] == 100
+    assert int(view.map_window.data.sum()) == 100
+    assert late.rejected_windows == late.dropped_packs == 0
+
+
+def test_a_window_is_not_sent_again_while_the_pose_holds_still(start_memory):
+    node, probe = start_memory()
+    windows = window_messages(probe)
+    feed_delivery_scene(probe, node)
+    first = probe.wait_frame(names_window)
+    later = [probe.wait_frame() for _ in range(20)]
+    digests = {pack(frame, 'planner').map_window_digest for frame in [first, *later]}
+    assert len(digests) == 1
+    assert [window.digest for window in windows] == list(digests)
+    assert windows[0].cabin == 'planner' and windows[0].tick <= first.tick
+
+
+def test_a_moved_pose_publishes_one_new_window_named_by_its_frame(start_memory, add_node,
+                                                                  context, namespace):
+    node, probe = start_memory()
+    windows = window_messages(probe)
+    packs = []
+    client = WorkingMemoryClient(add_node(rclpy.create_node('planner', context=context)),
+                                 'planner', f'{namespace}/working_memory', on_pack=packs.append)
+    feed_delivery_scene(probe, node)
+    before = pack(probe.wait_frame(names_window), 'planner').map_window_digest
+    publish_board(probe, node, entry('pose', {'x': 2.05, 'y': 1.55, 'yaw': 0.0}))
+    moved = probe.wait_frame(lambda f: pack(f, 'planner').map_window_digest not in ('', before))
+    after = pack(moved, 'planner').map_window_digest
+    assert probe.spin_until(lambda: len(windows) == 2 and any(
+        view.map_window_digest == after for view in packs))
+    assert [window.digest for window in windows] == [before, after]
+    # Published in the tick that first named it, before that tick's frame.
+    first_naming = min(f.tick for f in probe.frames
+                       if pack(f, 'planner').map_window_digest == after)
+    assert windows[1].tick == first_naming
+    # The client never hands out a pack without the window it names.
+    assert packs and all(window_digest(view.map_window) == view.map_window_digest
+                         for view in packs if view.map_window_digest)
+    assert client.dropped_packs == client.rejected_windows == 0

@@ -157,4 +157,3 @@ class WindowJoin(Generic[Payload]):
     def _missing(self, references: Mapping[str, str]) -> dict[str, str]:
         return {cabin: digest for cabin, digest in references.items()
                 if digest not in self._windows.get(cabin, ())}
-

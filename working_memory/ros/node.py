@@ -52,7 +52,7 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        drop_cabin, drop_param_spec)
 from working_memory.ros.spin import Intake, run_node
 from working_memory.ros.views import Views
-from working_memory.ros.windows import WindowTopics
+from working_memory.ros.window_topics import WindowTopics
 from working_memory.srv import Assemble, Explain
 
 NOT_ACTIVE = 'node is not active'
