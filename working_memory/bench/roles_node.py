@@ -25,8 +25,8 @@ from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
 
 from working_memory.core.items import BoardEntry
-from working_memory.msg import BoardUpdate, ContextFrame, LogEvent, MapWindow
 from working_memory.core.windows import WINDOWS_KEPT
+from working_memory.msg import BoardUpdate, ContextFrame, LogEvent, MapWindow
 from working_memory.ros import qos
 from working_memory.ros.conversions import board_update_msg, time_from_seconds
 from working_memory.srv import Assemble
