@@ -4,8 +4,8 @@ core <- ros <- client <- decision / sim / tools / bench <- demo: a module may im
 own room and the rooms below it, never a room above or beside it. The product
 (core, ros, client) therefore imports none of the reference cabins, the simulator,
 the tools or the demo. A module is a ROS face when its name says so (node, qos, spin,
-conversions, client, views, *_node, the demo); every other module must not reach rclpy or a
-message package, directly or through the modules it imports.
+conversions, client, views, window_topics, *_node, the demo); every other module must not
+reach rclpy or a message package, directly or through the modules it imports.
 """
 
 import ast
@@ -20,7 +20,7 @@ import working_memory.core
 PACKAGE_DIR = pathlib.Path(working_memory.core.__file__).resolve().parents[1]
 LEVELS = {'core': 0, 'ros': 1, 'client': 2, 'decision': 3, 'sim': 3, 'tools': 3, 'bench': 3,
           'demo': 4}
-ROS_FACES = {'node', 'qos', 'spin', 'conversions', 'client', 'views'}
+ROS_FACES = {'node', 'qos', 'spin', 'conversions', 'client', 'views', 'window_topics'}
 ROS_MODULES = ('rclpy', 'rosidl_parser', 'rosidl_runtime_py', 'rcl_interfaces',
                'builtin_interfaces', 'std_msgs', 'nav_msgs', 'geometry_msgs', 'diagnostic_msgs',
                'lifecycle_msgs', 'rosgraph_msgs', 'visualization_msgs', 'launch',

@@ -12,6 +12,7 @@ the service replies' flat fields (success, message, present, reason, detail).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 from typing import Callable
@@ -20,9 +21,11 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from working_memory.core.pack_view import PackView
-from working_memory.msg import ContextFrame
-from working_memory.ros.conversions import cabin_pack_from_frame, frame_cabins, pack_view_from_msg
-from working_memory.ros.qos import frame_qos
+from working_memory.core.windows import Joined, WINDOWS_KEPT, WindowJoin
+from working_memory.msg import ContextFrame, MapWindow
+from working_memory.ros.conversions import (cabin_pack_from_frame, frame_cabins,
+                                            map_window_from_msg, pack_view_from_msg)
+from working_memory.ros.qos import frame_qos, latched_qos
 from working_memory.srv import Assemble, Explain
 
 
@@ -51,8 +54,16 @@ class WorkingMemoryClient:
     """Read one cabin's pack of every tick, and call the working memory's services.
 
     Subscriptions: `<namespace>/frame` (ContextFrame, frame QoS: reliable,
-    transient local, keep last 1 — a late client gets the current frame at once).
+    transient local, keep last 1 — a late client gets the current frame at once) and
+    `<namespace>/<cabin>/window` (MapWindow, reliable, transient local, keep last 4).
     Service clients: `<namespace>/assemble`, `<namespace>/explain`.
+
+    Map windows by reference (the node's `map_windows: reference`): a pack that names
+    its window by digest is held until that window has arrived on the cabin's window
+    topic, then handed out with it; a window whose cells do not hash to its digest is
+    rejected (logged, counted in `rejected_windows`), never used. At most 16 packs wait;
+    a pack whose window never comes is dropped with an error log naming the digest and
+    the topic (`dropped_packs`), as is a waiting pack once a newer one is complete.
 
     `latest()` may be called from any thread. `on_pack(view)` runs in the frame
     subscription's callback (the node's default callback group) once per new
@@ -80,7 +91,13 @@ class WorkingMemoryClient:
         self._timeout_s = timeout_s
         self._lock = threading.Lock()
         self._latest: PackView | None = None
+        self._join: WindowJoin[PackView] = WindowJoin()
+        self.rejected_windows = 0
+        self.dropped_packs = 0
         namespace = namespace.rstrip('/')
+        self._window_topic = f'{namespace}/{cabin}/window'
+        self._window_sub = node.create_subscription(
+            MapWindow, self._window_topic, self._on_window, latched_qos(WINDOWS_KEPT))
         self._frame_sub = node.create_subscription(
             ContextFrame, f'{namespace}/frame', self._on_frame, frame_qos())
         services = MutuallyExclusiveCallbackGroup()
@@ -93,6 +110,11 @@ class WorkingMemoryClient:
     def cabin(self) -> str:
         """The cabin whose pack this client reads."""
         return self._cabin
+
+    @property
+    def waiting(self) -> int:
+        """How many packs wait for the map window they name."""
+        return self._join.held
 
     def latest(self) -> PackView | None:
         """Return the newest pack of this cabin, None before the first frame."""
@@ -126,6 +148,7 @@ class WorkingMemoryClient:
     def destroy(self) -> None:
         """Release the subscription and service clients."""
         self._node.destroy_subscription(self._frame_sub)
+        self._node.destroy_subscription(self._window_sub)
         self._node.destroy_client(self._assemble)
         self._node.destroy_client(self._explain)
 
@@ -166,6 +189,40 @@ class WorkingMemoryClient:
                 f'frame of tick {msg.tick} has no pack for cabin {self._cabin!r} '
                 f'(cabins: {", ".join(frame_cabins(msg)) or "none"})', throttle_duration_sec=10.0)
             return
+        self._join.frame(view, {} if view.map_window is not None
+                         else {self._cabin: view.map_window_digest})
+        self._release()
+
+    def _on_window(self, msg: MapWindow) -> None:
+        """Keep a window of this cabin whose cells match its digest; hand out packs it completes."""
+        try:
+            cabin, digest, window = map_window_from_msg(msg)
+            if cabin != self._cabin:
+                raise ValueError(f'window of cabin {cabin!r} on {self._window_topic}')
+            self._join.window(cabin, digest, window)
+        except ValueError as error:   # WindowMismatch is one
+            self.rejected_windows += 1
+            self._node.get_logger().error(f'{self._window_topic}: rejected: {error}',
+                                          throttle_duration_sec=1.0)
+            return
+        self._release()
+
+    def _release(self) -> None:
+        """Hand out the packs whose windows are all here; log those given up on."""
+        for out in self._join.release():
+            if isinstance(out, Joined):
+                view = out.payload
+                if self._cabin in out.windows:
+                    view = dataclasses.replace(view, map_window=out.windows[self._cabin])
+                self._deliver(view)
+            else:
+                self.dropped_packs += 1
+                self._node.get_logger().error(
+                    f'pack of tick {out.payload.tick} dropped: its map window '
+                    f'{out.missing.get(self._cabin)!r} never arrived on {self._window_topic} '
+                    f'({out.why})', throttle_duration_sec=1.0)
+
+    def _deliver(self, view: PackView) -> None:
         with self._lock:
             previous, self._latest = self._latest, view
         if previous is not None and (previous.tick, previous.frame_digest) == (view.tick,

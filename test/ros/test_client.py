@@ -3,14 +3,19 @@
 import json
 import threading
 
+import numpy as np
 import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
 
 from working_memory.client import WorkingMemoryClient, WorkingMemoryError, WorkingMemoryTimeout
+from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import MissingReason
+from working_memory.core.windows import WINDOWS_KEPT, window_digest
 from working_memory.msg import ContextFrame, ContextPack, MissingItem, WorkingItem
-from working_memory.ros.conversions import cabin_pack_from_frame
+from working_memory.msg import MapWindow as MapWindowMsg
+from working_memory.ros import qos
+from working_memory.ros.conversions import cabin_pack_from_frame, map_window_msg
 from working_memory.ros.qos import frame_qos
 from working_memory.srv import Assemble, Explain
 
@@ -217,3 +222,66 @@ def test_service_that_is_not_there_times_out_naming_it(context, add_node, wm_nam
     with pytest.raises(WorkingMemoryTimeout,
                        match=f'{wm_namespace}/explain: service not available'):
         client.explain('pose', timeout_s=0.3)
+
+
+# -- map windows by reference: joined, checked, never used unchecked ------------------
+
+
+def fake_window(origin_x=0.0):
+    cells = np.zeros((4, 5), dtype=np.int8)
+    cells[1, 2] = 100
+    window = MapWindow(cells, (origin_x, 0.0), 0.1)
+    return window, window_digest(window)
+
+
+def fake_memory(context, add_node, wm_namespace):
+    """Return (publish frame, publish planner window) of a fake working memory."""
+    node = add_node(rclpy.create_node('fake_working_memory', context=context))
+    frames = node.create_publisher(ContextFrame, f'{wm_namespace}/frame', qos.frame_qos())
+    windows = node.create_publisher(MapWindowMsg, f'{wm_namespace}/planner/window',
+                                    qos.latched_qos(WINDOWS_KEPT))
+    return frames, windows
+
+
+def referencing_frame(tick, digest):
+    msg = frame_msg(tick, {'planner': {'goal:deliver': {'x': 17, 'y': 3}}})
+    msg.packs[0].map_window_digest = digest
+    return msg
+
+
+def test_a_window_whose_cells_do_not_match_its_digest_is_rejected(context, add_node,
+                                                                  spin_until, namespace):
+    wm_namespace = f'{namespace}/working_memory'
+    frames, windows = fake_memory(context, add_node, wm_namespace)
+    client = WorkingMemoryClient(add_node(rclpy.create_node('planner', context=context)),
+                                 'planner', wm_namespace)
+    window, digest = fake_window()
+    forged = map_window_msg('planner', digest, window, 'map', 1, 0.0)
+    forged.grid.data[0] = 100   # one cell changed after the digest was taken
+    assert spin_until(lambda: frames.get_subscription_count() and windows.get_subscription_count())
+    windows.publish(forged)
+    frames.publish(referencing_frame(1, digest))
+    assert spin_until(lambda: client.rejected_windows == 1)
+    assert client.latest() is None   # held: the frame's window has not arrived
+    windows.publish(map_window_msg('planner', digest, window, 'map', 1, 0.0))
+    assert spin_until(lambda: client.latest() is not None)
+    view = client.latest()
+    assert view.tick == 1 and np.array_equal(view.map_window.data, window.data)
+
+
+def test_a_pack_whose_window_never_comes_is_dropped_when_a_later_one_is_complete(
+        context, add_node, spin_until, namespace):
+    wm_namespace = f'{namespace}/working_memory'
+    frames, windows = fake_memory(context, add_node, wm_namespace)
+    packs = []
+    client = WorkingMemoryClient(add_node(rclpy.create_node('planner', context=context)),
+                                 'planner', wm_namespace, on_pack=packs.append)
+    assert spin_until(lambda: frames.get_subscription_count() and windows.get_subscription_count())
+    _, lost = fake_window(origin_x=1.0)
+    frames.publish(referencing_frame(1, lost))   # its window is never published
+    assert spin_until(lambda: client.waiting == 1)
+    window, digest = fake_window()
+    windows.publish(map_window_msg('planner', digest, window, 'map', 2, 0.0))
+    frames.publish(referencing_frame(2, digest))
+    assert spin_until(lambda: client.latest() is not None)
+    assert [view.tick for view in packs] == [2] and client.dropped_packs == 1

@@ -14,13 +14,15 @@ import pytest
 import yaml
 
 from working_memory.tools import inspect
+from working_memory.tools.bag import BagReader
 from working_memory.tools.doctor import doctor
-from working_memory.tools.recording import load_run
+from working_memory.tools.recording import load_recording, load_run
 from working_memory.tools.replay import agreement, recorded_settings
 from working_memory.tools.suggest import suggest
 
 WHOLE_LOOP = {'/board', '/log', '/map', '/odom', '/clock', '/parameter_events',
               '/working_memory/frame', '/working_memory/evictions', '/diagnostics',
+              '/working_memory/planner/window', '/working_memory/executor/window',
               '/planner/status', '/executor/status', '/monitor/status'}
 # Recorded for the report, RViz2 and Foxglove.
 VIEWS = {'/sim_world/status', '/working_memory/planner/map_window',
@@ -66,6 +68,24 @@ def test_the_demo_bag_holds_the_whole_loop_and_reads_with_an_independent_mcap_re
     # The map is latched (transient local) and reliable as map_server publishes it.
     (map_qos,) = offered['/map']
     assert (map_qos['durability'], map_qos['reliability']) == ('transient_local', 'reliable')
+
+
+def test_the_demo_bag_joins_every_pack_with_its_window_sent_only_when_it_changed(recorded_run):
+    _, bag = recorded_run('baseline')
+    recording = load_recording(bag)
+    assert recording.windows_missing == ()
+    named = [(frame.tick, pack) for frame in recording.frames for pack in frame.packs.values()
+             if pack.map_window_digest]
+    assert named and all(pack.map_window.cells.size for _, pack in named)
+    with BagReader(bag) as reader:
+        reader.register(['/working_memory/planner/window', '/working_memory/frame'])
+        windows = [m.msg for m in reader.messages(['/working_memory/planner/window'])]
+    planner = [pack.map_window_digest for _, pack in named if pack.cabin == 'planner']
+    # One window message per change of the planner's window, not one per tick.
+    changes = 1 + sum(a != b for a, b in zip(planner, planner[1:]))
+    assert len(windows) == changes < len(planner)
+    assert [w.digest for w in windows] == [d for i, d in enumerate(planner)
+                                           if i == 0 or d != planner[i - 1]]
 
 
 def test_suggest_recovers_the_dropped_constraint_for_the_planner(recorded_run):

@@ -10,11 +10,15 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.parameter import Parameter
 
+from working_memory.client import WorkingMemoryClient
 from working_memory.core.items import BoardEntry, Event, EventKind
+from working_memory.core.windows import WINDOWS_KEPT, window_digest
 from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import BoardUpdate, ContextFrame, Eviction, LogEvent, MissingItem
+from working_memory.msg import MapWindow as MapWindowMsg
 from working_memory.ros import qos
-from working_memory.ros.conversions import board_update_msg, log_event_msg, time_from_seconds
+from working_memory.ros.conversions import (board_update_msg, log_event_msg, pack_view_from_msg,
+                                            time_from_seconds)
 from working_memory.sim.conversions import odometry_msg
 
 OBSTACLE = (10, 12)  # (row, col) of the one occupied cell
@@ -71,6 +75,10 @@ def feed_delivery_scene(probe, node):
     publish_event(probe, EventKind.ACTION, 'drive', None, importance=0.4)
 
 
+# These tests read each pack's window in the frame itself (test_windows.py: by reference).
+INLINE = {'map_windows': 'inline'}
+
+
 def complete(frame):
     planner, executor = pack(frame, 'planner'), pack(frame, 'executor')
     return (len(planner.recent_events) == 2 and len(executor.recent_events) == 3
@@ -78,7 +86,7 @@ def complete(frame):
 
 
 def test_board_map_and_log_inputs_reach_every_pack_of_the_frame(start_memory):
-    node, probe = start_memory()
+    node, probe = start_memory(INLINE)
     feed_delivery_scene(probe, node)
     frame = probe.wait_frame(complete)
     planner, executor = pack(frame, 'planner'), pack(frame, 'executor')
@@ -127,14 +135,22 @@ def test_late_subscriber_gets_the_latched_current_frame(start_memory, context, a
     assert late[0].tick == last.tick and late[0].digest == last.digest
 
 
-def test_assemble_returns_exactly_the_pack_published_in_that_tick(start_memory):
-    node, probe = start_memory()
+@pytest.mark.parametrize('map_windows', ['inline', 'reference'])
+def test_assemble_returns_exactly_the_pack_published_in_that_tick(start_memory, map_windows):
+    node, probe = start_memory({'map_windows': map_windows})
     feed_delivery_scene(probe, node)
-    frame = probe.wait_frame(complete)
+    frame = probe.wait_frame(lambda f: pack(f, 'planner').map_window_digest
+                             and 'action:current' in keys(pack(f, 'executor')))
     for index, cabin in enumerate(('planner', 'executor')):
         response = probe.assemble(cabin, frame.tick)
         assert response.success and response.message == ''
-        assert response.pack == frame.packs[index]
+        published = frame.packs[index]
+        if map_windows == 'reference' and published.map_window_digest:
+            # The service answers the window inline: the one the frame names by digest.
+            view = pack_view_from_msg(response.pack, None)
+            assert view.map_window is not None and not published.nearby_map.info.width
+            response.pack.nearby_map = published.nearby_map
+        assert response.pack == published
     latest = probe.assemble('planner', 0)
     assert latest.success and latest.pack.tick >= frame.tick
 
@@ -193,7 +209,7 @@ def test_explain_answers_every_reason(start_memory):
 
 
 def test_injected_drop_is_visible_in_packs_and_switchable_at_runtime(start_memory):
-    node, probe = start_memory()
+    node, probe = start_memory(INLINE)
     feed_delivery_scene(probe, node)
     probe.wait_frame(complete)
     node.set_parameters([Parameter('cabins.planner.drop', value=['events:FAILURE', 'map'])])
@@ -246,7 +262,7 @@ def pose_stamped(x, y, stamp, frame_id):
 
 
 def test_with_a_pose_topic_a_board_pose_does_not_place_the_map_window(start_memory):
-    node, probe = start_memory({'pose_source': 'odometry'})
+    node, probe = start_memory({'pose_source': 'odometry', **INLINE})
     probe.wait_matched(probe.board)
     probe.map.publish(grid_msg())
     publish_board(probe, node, entry('pose', {'x': 1.25, 'y': 1.05, 'yaw': 0.0}))
@@ -265,7 +281,7 @@ def test_with_a_pose_topic_a_board_pose_does_not_place_the_map_window(start_memo
     ('odometry', 'odom', Odometry, odometry), ('pose_stamped', 'pose', PoseStamped, pose_stamped)])
 def test_pose_topic_places_the_map_window_and_rejects_other_frames(start_memory, source, topic,
                                                                    msg_type, make):
-    node, probe = start_memory({'pose_source': source})
+    node, probe = start_memory({'pose_source': source, **INLINE})
     pose = probe.node.create_publisher(msg_type, topic, 10)
     probe.map.publish(grid_msg())
     probe.wait_matched(pose)
@@ -283,3 +299,75 @@ def test_pose_topic_places_the_map_window_and_rejects_other_frames(start_memory,
     status = probe.status('inputs', lambda s: probe.values(s)[f'{topic}.rejected'] != '0',
                           on_spin=lambda: publish('odom'))
     assert "'odom' is not map_frame 'map'" in probe.values(status)[f'{topic}.last_rejection']
+
+
+# -- map windows by reference (map_windows: reference, the default) ------------------
+
+
+def window_messages(probe, cabin='planner'):
+    """Subscribe the probe to `cabin`'s window topic; return the list the messages go to."""
+    received = []
+    probe.node.create_subscription(MapWindowMsg, f'{probe.fully_qualified_name}/{cabin}/window',
+                                   received.append, qos.latched_qos(WINDOWS_KEPT))
+    return received
+
+
+def names_window(frame):
+    return bool(pack(frame, 'planner').map_window_digest)
+
+
+def test_late_joiner_gets_a_complete_digest_checked_context_at_once(start_memory, add_node,
+                                                                    context, namespace):
+    node, probe = start_memory()
+    feed_delivery_scene(probe, node)
+    frame = probe.wait_frame(names_window)
+    planner = pack(frame, 'planner')
+    assert not planner.nearby_map.info.width   # by reference: the frame carries no cells
+    late = WorkingMemoryClient(add_node(rclpy.create_node('late', context=context)), 'planner',
+                               f'{namespace}/working_memory')
+    assert probe.spin_until(lambda: late.latest() is not None)
+    view = late.latest()
+    assert view.map_window is not None and view.map_window_digest
+    assert window_digest(view.map_window) == view.map_window_digest
+    # The 1 m window around (1.25, 1.05) m of the test map: 21 x 21 cells, one obstacle.
+    assert view.map_window.data.shape == (21, 21)
+    assert view.map_window.data[OBSTACLE[0], OBSTACLE[1] - 2] == 100
+    assert int(view.map_window.data.sum()) == 100
+    assert late.rejected_windows == late.dropped_packs == 0
+
+
+def test_a_window_is_not_sent_again_while_the_pose_holds_still(start_memory):
+    node, probe = start_memory()
+    windows = window_messages(probe)
+    feed_delivery_scene(probe, node)
+    first = probe.wait_frame(names_window)
+    later = [probe.wait_frame() for _ in range(20)]
+    digests = {pack(frame, 'planner').map_window_digest for frame in [first, *later]}
+    assert len(digests) == 1
+    assert [window.digest for window in windows] == list(digests)
+    assert windows[0].cabin == 'planner' and windows[0].tick <= first.tick
+
+
+def test_a_moved_pose_publishes_one_new_window_named_by_its_frame(start_memory, add_node,
+                                                                  context, namespace):
+    node, probe = start_memory()
+    windows = window_messages(probe)
+    packs = []
+    client = WorkingMemoryClient(add_node(rclpy.create_node('planner', context=context)),
+                                 'planner', f'{namespace}/working_memory', on_pack=packs.append)
+    feed_delivery_scene(probe, node)
+    before = pack(probe.wait_frame(names_window), 'planner').map_window_digest
+    publish_board(probe, node, entry('pose', {'x': 2.05, 'y': 1.55, 'yaw': 0.0}))
+    moved = probe.wait_frame(lambda f: pack(f, 'planner').map_window_digest not in ('', before))
+    after = pack(moved, 'planner').map_window_digest
+    assert probe.spin_until(lambda: len(windows) == 2 and any(
+        view.map_window_digest == after for view in packs))
+    assert [window.digest for window in windows] == [before, after]
+    # Published in the tick that first named it, before that tick's frame.
+    first_naming = min(f.tick for f in probe.frames
+                       if pack(f, 'planner').map_window_digest == after)
+    assert windows[1].tick == first_naming
+    # The client never hands out a pack without the window it names.
+    assert packs and all(window_digest(view.map_window) == view.map_window_digest
+                         for view in packs if view.map_window_digest)
+    assert client.dropped_packs == client.rejected_windows == 0

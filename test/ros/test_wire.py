@@ -62,13 +62,14 @@ def frames(draw):
     return make_frame(tick, stamp, draw(st.lists(packs(tick, stamp), max_size=3)))
 
 
-def assert_same_wire(ours: bytes, frame, map_frame, inputs=None):
+def assert_same_wire(ours: bytes, frame, map_frame, inputs=None, inline_windows=True):
     """Assert `ours` is rclpy's serialization of the frame's message, byte for byte.
 
     Fast CDR leaves alignment padding uninitialised, so a padding byte may differ (ours
     are zero); every other byte must be equal, and both must decode to the same message.
     """
-    expected = serialize_message(conv.context_frame_msg(frame, map_frame, inputs))
+    expected = serialize_message(conv.context_frame_msg(frame, map_frame, inputs,
+                                                        inline_windows))
     assert len(ours) == len(expected)
     assert all(mine == 0 for mine, theirs in zip(ours, expected) if mine != theirs)
     assert (repr(deserialize_message(ours, conv.ContextFrame))
@@ -82,9 +83,12 @@ def encoder():
 
 
 @settings(max_examples=150, deadline=None)
-@given(frames(), TEXT, st.dictionaries(TEXT, st.integers(0, 2**64 - 1), max_size=3))
-def test_frame_bytes_equal_rclpy_serialization_of_the_frame_message(frame, map_frame, inputs):
-    assert_same_wire(encoder().frame(frame, map_frame, inputs), frame, map_frame, inputs)
+@given(frames(), TEXT, st.dictionaries(TEXT, st.integers(0, 2**64 - 1), max_size=3),
+       st.booleans())
+def test_frame_bytes_equal_rclpy_serialization_of_the_frame_message(frame, map_frame, inputs,
+                                                                    inline):
+    assert_same_wire(encoder().frame(frame, map_frame, inputs, inline), frame, map_frame,
+                     inputs, inline)
 
 
 @settings(max_examples=60, deadline=None)
@@ -95,13 +99,15 @@ def test_cached_pieces_serialize_later_frames_exactly(frames_, data):
     wire = encoder()
     shared = frames_[0]
     for frame in frames_:
+        inline = data.draw(st.booleans())
         packs = list(frame.packs.values()) + list(shared.packs.values())
         mixed = make_frame(frame.tick, frame.stamp,
                            [make_pack(f'{index}{pack.cabin}', pack.tick, pack.stamp,
                                       data.draw(st.permutations(pack.items)), pack.events,
                                       pack.map_window, pack.missing, effective=pack.effective)
                             for index, pack in enumerate(packs)])
-        assert_same_wire(wire.frame(mixed, 'map'), mixed, 'map')
+        assert_same_wire(wire.frame(mixed, 'map', inline_windows=inline), mixed, 'map',
+                         inline_windows=inline)
 
 
 def test_an_empty_frame_is_a_header_tick_digest_and_two_empty_sequences():

@@ -6,7 +6,7 @@ import numpy as np
 import yaml
 
 from working_memory.bench.ros_bench import Figure, bulk_config, format_figures, frame_rate, \
-    late_share, percentile, rate_from_counts, recovery_time, rss_slope
+    late_share, percentile, rate_from_counts, recovery_time, rss_slope, wire_bytes_per_tick
 from working_memory.core.manifest import manifests_from_params
 
 
@@ -21,6 +21,13 @@ def test_late_share_counts_intervals_beyond_period_plus_the_smaller_of_20_percen
 def test_rate_from_counts_uses_first_and_last_sample_and_is_nan_without_two():
     assert rate_from_counts([(1.0, 100), (1.5, 400), (3.0, 2100)]) == 1000.0
     assert math.isnan(rate_from_counts([(1.0, 5)]))
+
+
+def test_wire_bytes_per_tick_adds_the_windows_received_since_the_first_frame():
+    probe = {'sizes': [300, 300, 300], 'receipt': [1.0, 1.01, 1.02],
+             'window_sizes': [(0.5, 9000), (1.015, 12000)]}   # the first: before measuring
+    assert wire_bytes_per_tick(probe) == (900 + 12000) / 3
+    assert math.isnan(wire_bytes_per_tick({'sizes': [], 'receipt': [], 'window_sizes': []}))
 
 
 def test_percentile_of_no_samples_is_nan():

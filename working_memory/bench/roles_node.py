@@ -25,7 +25,8 @@ from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
 
 from working_memory.core.items import BoardEntry
-from working_memory.msg import BoardUpdate, ContextFrame, LogEvent
+from working_memory.core.windows import WINDOWS_KEPT
+from working_memory.msg import BoardUpdate, ContextFrame, LogEvent, MapWindow
 from working_memory.ros import qos
 from working_memory.ros.conversions import board_update_msg, time_from_seconds
 from working_memory.srv import Assemble
@@ -173,11 +174,14 @@ class Probe(Node):
     missing keys (which of them a flood pushed out).
     """
 
-    def __init__(self, topic: str, check_hz: float = 0.0):
+    def __init__(self, topic: str, check_hz: float = 0.0, windows: tuple[str, ...] = ()):
         super().__init__('bench_probe')
         self.latency_ms: list[float] = []
         self.receipt: list[float] = []
         self.sizes: list[int] = []
+        # (receipt time [s], bytes) of each cabin's window after its first (latched) one.
+        self.window_sizes: list[tuple[float, int]] = []
+        self._windows_seen: set[str] = set()
         self.board_received: list[tuple[float, int]] = []  # (time [s], node's board.received)
         self.board: list[tuple[float, dict[str, str]]] = []  # (time [s], board.* values)
         self.planner_missing: list[tuple[float, int, list[str]]] = []  # (time, tick, keys)
@@ -187,6 +191,16 @@ class Probe(Node):
                                  qos.diagnostics_qos())
         if check_hz > 0:
             self.create_timer(1.0 / check_hz, self._check_planner)
+        for cabin in windows:
+            self.create_subscription(
+                MapWindow, f'{topic.rsplit("/", 1)[0]}/{cabin}/window',
+                lambda data, cabin=cabin: self._on_window(cabin, data),
+                qos.latched_qos(WINDOWS_KEPT), raw=True)
+
+    def _on_window(self, cabin: str, serialized: bytes) -> None:
+        if cabin in self._windows_seen:
+            self.window_sizes.append((time.time(), len(serialized)))
+        self._windows_seen.add(cabin)
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
@@ -215,7 +229,8 @@ class Probe(Node):
     def result(self) -> dict:
         """Return the recorded samples (the first frame, a latched one, is dropped)."""
         return {'latency_ms': self.latency_ms[1:], 'receipt': self.receipt[1:],
-                'sizes': self.sizes[1:], 'board_received': self.board_received,
+                'sizes': self.sizes[1:], 'window_sizes': self.window_sizes,
+                'board_received': self.board_received,
                 'board': self.board, 'planner_missing': self.planner_missing}
 
 
@@ -341,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--cabin', default='planner')
     parser.add_argument('--cabins', nargs='+', default=['planner', 'executor', 'monitor'])
     parser.add_argument('--calls', type=int, default=300)
+    parser.add_argument('--windows', nargs='*', default=[],
+                        help="probe: also count these cabins' window topics (bytes)")
     args = parser.parse_args(argv)
     rclpy.init()
     try:
@@ -357,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                 _spin_for(node, args.duration)
                 result = node.result()
         elif args.role == 'probe':
-            node = Probe(FRAME_TOPIC, args.check_hz)
+            node = Probe(FRAME_TOPIC, args.check_hz, tuple(args.windows))
             _spin_until(node, lambda: bool(node.receipt), 20.0)
             _spin_for(node, args.duration)
             result = node.result()

@@ -6,7 +6,8 @@ the plain baselines of `bench/roles_node.py`) runs separately on loopback in a d
 its own. Each figure is repeated (`--repeats`, default 3) and printed as min / median
 beside its baseline with the ratio; nothing here asserts a time.
 
-Figures: frame latency tick -> receipt (p50, p99) at 10 and 100 Hz; frame size; node
+Figures: frame latency tick -> receipt (p50, p99) at 10 and 100 Hz; frame size; wire
+bytes per tick (frames + window topics) with map windows by reference beside inline; node
 CPU at 100 Hz ticks + 1 kHz board updates; late frames at 100 Hz under that load (the
 ros2-performance rule: interval > period + min(0.2 period, 5 ms)); board messages taken
 per second under a flood while ticking at 100 Hz; `~/assemble` round trip, planner and
@@ -186,8 +187,9 @@ def bulk_config(path: pathlib.Path, items: int) -> pathlib.Path:
 
 
 # Figure groups, each runnable alone (--only). soak runs only when asked (--soak).
-GROUPS = ('frames10', 'frames100', 'flood', 'burst', 'assemble', 'scaling', 'board100k',
-          'core')
+GROUPS = ('frames10', 'frames100', 'wire', 'flood', 'burst', 'assemble', 'scaling',
+          'board100k', 'core')
+CABINS = ('planner', 'executor', 'monitor')
 SELECTED_ITEMS = (10, 100, 1000, 5000)
 CHANGES_PER_TICK = 10
 BIG_BOARD_KEYS = 100_000
@@ -264,7 +266,7 @@ def _load_options(settings: Settings, rate: float, *more: str) -> tuple[str, ...
 
 def _capture(workdir: pathlib.Path, env: dict, settings: Settings,
              subject: list[str] | None = None, load: tuple[str, ...] | None = None,
-             cabins: tuple[str, ...] = ('planner', 'executor', 'monitor'),
+             cabins: tuple[str, ...] = CABINS,
              frame_file: str = 'frame.cdr') -> dict:
     """Save a frame of the node (and each cabin's Assemble response); return their sizes."""
     with Run(workdir, env) as run:
@@ -417,6 +419,44 @@ def _frame_figures(workdir, env, settings: Settings, frame_file: str,
                           tuple(100 * late_share(r['receipt'], 1 / tick_hz) for r in ours),
                           tuple(100 * late_share(r['receipt'], 1 / tick_hz) for r in plain),
                           'plain node'))
+    return figures
+
+
+def wire_bytes_per_tick(probe: dict) -> float:
+    """Return the bytes [B] frames and windows put on the wire per frame received."""
+    frames = probe['sizes']
+    if not frames:
+        return float('nan')
+    start = probe['receipt'][0]
+    windows = [size for at, size in probe['window_sizes'] if at >= start]
+    return (sum(frames) + sum(windows)) / len(frames)
+
+
+def _wire_figures(workdir, env, settings: Settings) -> list[Figure]:
+    """Wire bytes per tick with windows by reference (the default) beside inline windows."""
+    tick_hz = 100.0
+    scene = Scene(tick_hz, _load_options(settings, settings.board_hz),
+                  probe=('--windows', *CABINS))
+    modes = {}
+    for mode in ('reference', 'inline'):
+        subject = node_command(tick_hz, settings.node, overrides=(f'map_windows:={mode}',))
+        modes[mode] = _repeat(settings, lambda: _frames_under_load(
+            workdir, env, settings, scene, subject, ''))
+    load = f'{tick_hz:g} Hz + {settings.board_hz:g} Hz board, pose still'
+    figures = [Figure(f'wire bytes per tick (frames + windows), {load}', 'kB',
+                      tuple(wire_bytes_per_tick(r) / 1e3 for r in modes['reference']),
+                      tuple(wire_bytes_per_tick(r) / 1e3 for r in modes['inline']),
+                      'map_windows: inline')]
+    for q in (50, 99):
+        figures.append(Figure(f'frame latency p{q}, windows by reference vs inline, {load}',
+                              'ms', tuple(percentile(r['latency_ms'], q)
+                                          for r in modes['reference']),
+                              tuple(percentile(r['latency_ms'], q) for r in modes['inline']),
+                              'map_windows: inline'))
+    figures.append(Figure(f'node CPU, windows by reference vs inline, {load}', '% core',
+                          tuple(100 * r['cpu_share'] for r in modes['reference']),
+                          tuple(100 * r['cpu_share'] for r in modes['inline']),
+                          'map_windows: inline'))
     return figures
 
 
@@ -603,6 +643,8 @@ def measure(settings: Settings, domain: int) -> list[Figure]:
         for tick_hz, group in ((10.0, 'frames10'), (100.0, 'frames100')):
             if group in groups:
                 figures += _frame_figures(workdir, env, settings, frame_file, tick_hz)
+        if 'wire' in groups:
+            figures += _wire_figures(workdir, env, settings)
         if 'flood' in groups:
             figures += _flood_figures(workdir, env, settings, frame_file)
         if 'burst' in groups:

@@ -22,7 +22,9 @@ class PackView:
 
     `digest` is the pack's own digest; `frame_digest` the digest of the whole
     ContextFrame it came from (None when the pack was fetched by the Assemble
-    service, which returns the pack alone). Decision nodes report
+    service, which returns the pack alone). `map_window` is the pack's window, inline or
+    joined from its cabin's window topic, its cells checked against `map_window_digest`.
+    Decision nodes report
     (tick, frame_digest) so the monitor can prove every cabin used the same frame.
     """
 
@@ -35,6 +37,8 @@ class PackView:
     events: tuple[Event, ...]       # oldest first
     missing: tuple[Missing, ...]
     map_window: MapWindow | None
+    # Digest of the map window the pack names ('' without one); the window is checked against it.
+    map_window_digest: str = ''
 
     def __post_init__(self):
         object.__setattr__(self, 'values', types.MappingProxyType(dict(self.values)))

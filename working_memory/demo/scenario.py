@@ -51,6 +51,8 @@ DROP_CATEGORIES: dict[str, tuple[str, ...]] = {
 # are ALARM events on the log): enough to replay the run offline and ask what was missing.
 RECORDED_TOPICS = ('/board', '/log', '/map', '/odom', '/clock', '/parameter_events',
                    '/working_memory/frame', '/working_memory/evictions', '/diagnostics',
+                   # Each cabin's map window, named by digest in the frames (map_windows).
+                   '/working_memory/planner/window', '/working_memory/executor/window',
                    '/planner/status', '/executor/status', '/monitor/status',
                    # For the report, RViz2 and Foxglove (config/): the outcome and the views.
                    '/sim_world/status', '/working_memory/planner/map_window',

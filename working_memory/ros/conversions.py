@@ -33,10 +33,11 @@ from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import BoardEntry, Event, EventKind, Item, Missing, MissingReason
 from working_memory.core.pack_view import PackView
 from working_memory.core.timebase import epoch_time
+from working_memory.core.windows import checked_window, window_digest
 from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction,
-                                EvictionBatch, InputCount, LogEvent, MissingItem,
-                                WorkingItem)
+                                EvictionBatch, InputCount, LogEvent, MapWindow as MapWindowMsg,
+                                MissingItem, WorkingItem)
 from working_memory.ros import inputs
 from working_memory.ros.diagnostics import Status
 # The input conversions live in ros/inputs.py (pure, shared with the offline replay).
@@ -119,30 +120,48 @@ def missing_item_msg(missing: Missing) -> MissingItem:
                        detail=missing.detail)
 
 
-def context_pack_msg(pack: Pack, map_frame: str) -> ContextPack:
-    """Return a frozen Pack as a ContextPack; the same pack always gives an equal message."""
+def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> ContextPack:
+    """Return a frozen Pack as a ContextPack; the same pack always gives an equal message.
+
+    Without `inline_window` nearby_map is empty: map_window_digest names the window.
+    """
+    window = pack.map_window
     msg = ContextPack(tick=pack.tick, cabin=pack.cabin, digest=pack.digest,
                       items=[working_item_msg(item, pack) for item in pack.items],
                       recent_events=[log_event_msg(event) for event in pack.events],
                       missing=[missing_item_msg(missing) for missing in pack.missing],
-                      nearby_map=grid_msg_from_window(pack.map_window, map_frame, pack.stamp))
+                      nearby_map=grid_msg_from_window(window if inline_window else None,
+                                                      map_frame, pack.stamp),
+                      map_window_digest='' if window is None else window_digest(window))
     msg.header.stamp = time_from_seconds(pack.stamp)
     msg.header.frame_id = map_frame
     return msg
 
 
 def context_frame_msg(frame: Frame, map_frame: str,
-                      inputs_received: Mapping[str, int] | None = None) -> ContextFrame:
+                      inputs_received: Mapping[str, int] | None = None,
+                      inline_windows: bool = True) -> ContextFrame:
     """Return a frozen Frame as a ContextFrame, packs in cabin order.
 
-    `inputs_received` is {resolved input topic: messages received before the tick}.
+    `inputs_received` is {resolved input topic: messages received before the tick};
+    `inline_windows` as in `context_pack_msg`.
     """
     msg = ContextFrame(tick=frame.tick, digest=frame.digest,
-                       packs=[context_pack_msg(pack, map_frame) for pack in frame.packs.values()],
+                       packs=[context_pack_msg(pack, map_frame, inline_windows)
+                              for pack in frame.packs.values()],
                        inputs=[InputCount(topic=topic, received=count)
                                for topic, count in (inputs_received or {}).items()])
     msg.header.stamp = time_from_seconds(frame.stamp)
     msg.header.frame_id = map_frame
+    return msg
+
+
+def map_window_msg(cabin: str, digest: str, window: MapWindow, map_frame: str, tick: int,
+                   stamp: float) -> MapWindowMsg:
+    """Return a cabin's window as the MapWindow first referenced in `tick` at `stamp` [s]."""
+    msg = MapWindowMsg(tick=tick, cabin=cabin, digest=digest,
+                       grid=grid_msg_from_window(window, map_frame, stamp))
+    msg.header = msg.grid.header
     return msg
 
 
@@ -227,9 +246,10 @@ class FrameOutput:
         self._packs_kept = packs_kept
 
     def frame_bytes(self, frame: Frame, map_frame: str,
-                    inputs_received: Mapping[str, int] | None = None) -> bytes:
+                    inputs_received: Mapping[str, int] | None = None,
+                    inline_windows: bool = True) -> bytes:
         """Return `frame` as the serialized ContextFrame `context_frame_msg` would give."""
-        return self._encoder.frame(frame, map_frame, inputs_received)
+        return self._encoder.frame(frame, map_frame, inputs_received, inline_windows)
 
     def pack_msg(self, pack: Pack, map_frame: str) -> ContextPack:
         """Return the pack's ContextPack, converted once per pack (the latest few are kept)."""
@@ -488,15 +508,36 @@ def pack_view_from_msg(msg, frame_digest: str | None) -> PackView:
                              f'{sorted(_REASON_FROM_MSG)}')
         missing.append(Missing(item.key, reason, item.detail))
     window = None
+    reference = getattr(msg, 'map_window_digest', '')
     if msg.nearby_map.info.width and msg.nearby_map.info.height:
         try:
-            grid = grid_from_msg(msg.nearby_map, msg.nearby_map.header.frame_id)
+            window = window_from_grid(msg.nearby_map)
         except ValueError as error:
             raise ValueError(f'{where}: nearby_{error}') from None
-        window = MapWindow(grid.data, grid.origin, grid.resolution)
+        if reference:
+            checked_window(window, reference, f'{where}: nearby_map')
     return PackView(cabin=msg.cabin, tick=msg.tick, stamp=stamp, digest=msg.digest,
                     frame_digest=frame_digest, values=values, events=tuple(events),
-                    missing=tuple(missing), map_window=window)
+                    missing=tuple(missing), map_window=window,
+                    map_window_digest=reference)
+
+
+def window_from_grid(grid_msg) -> MapWindow:
+    """Return an OccupancyGrid as a MapWindow, raising ValueError naming the field at fault."""
+    grid = grid_from_msg(grid_msg, grid_msg.header.frame_id)
+    return MapWindow(grid.data, grid.origin, grid.resolution)
+
+
+def map_window_from_msg(msg) -> tuple[str, str, MapWindow]:
+    """Return (cabin, digest, window) of a MapWindow message; ValueError naming what is bad."""
+    where = f'window of cabin {msg.cabin!r} tick {msg.tick}'
+    if not msg.digest:
+        raise ValueError(f'{where}: digest: must not be empty')
+    try:
+        window = window_from_grid(msg.grid)
+    except ValueError as error:
+        raise ValueError(f'{where}: {error}') from None
+    return msg.cabin, msg.digest, window
 
 
 def cabin_pack_from_frame(msg: ContextFrame, cabin: str) -> PackView | None:

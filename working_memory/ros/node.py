@@ -53,6 +53,7 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        drop_cabin, drop_param_spec)
 from working_memory.ros.spin import Intake, run_node
 from working_memory.ros.views import Views
+from working_memory.ros.window_topics import WindowTopics
 from working_memory.srv import Assemble, Explain
 
 NOT_ACTIVE = 'node is not active'
@@ -117,6 +118,8 @@ class WorkingMemoryNode(LifecycleNode):
     Publishers (lifecycle: silent unless active):
         `~/frame` (ContextFrame, reliable + transient local + keep last 1),
         `~/evictions` (EvictionBatch, in ticks with evictions or readmissions),
+        `~/<cabin>/window` (MapWindow, with map_windows reference: when it changes,
+        reliable + transient local + keep last 4),
     Publishers (every state):
         `/diagnostics` (diagnostic_msgs/DiagnosticArray), statuses named
         `<fully qualified node name>: <status>`: per tick while active, else a
@@ -145,6 +148,7 @@ class WorkingMemoryNode(LifecycleNode):
         self._refused: dict[str, str] = {}
         self.add_pre_set_parameters_callback(self._on_pre_set_parameters)
         self._views: Views | None = None
+        self._windows: WindowTopics | None = None
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.add_post_set_parameters_callback(self._on_parameters_set)
         # The whole table before configure, so ros2 param list/describe show it.
@@ -171,6 +175,8 @@ class WorkingMemoryNode(LifecycleNode):
             self._memory = self._build_memory(config, manifests)
             self._create_entities(config)
             self._views = Views(self, manifests, config.map_frame) if config.views else None
+            if config.map_windows == 'reference':
+                self._windows = WindowTopics(self, manifests, config.map_frame)
         except (ParameterException, ValueError, OSError) as error:
             # ManifestError is a ValueError; each names the parameter or field at fault.
             self.get_logger().error(f'configure failed: {error}')
@@ -333,6 +339,9 @@ class WorkingMemoryNode(LifecycleNode):
         if self._views is not None:
             self._views.destroy()
             self._views = None
+        if self._windows is not None:
+            self._windows.destroy()
+            self._windows = None
         self._memory = None
 
     def _destroy(self, entity: Subscription | Service) -> None:
@@ -449,7 +458,11 @@ class WorkingMemoryNode(LifecycleNode):
         # The receipt per input topic lets an offline replay apply exactly what this tick saw.
         received = {memory.resolved(topic, self.resolve_topic_name): count
                     for topic, count in memory.health.received_counts().items()}
-        self._frame_pub.publish(memory.output.frame_bytes(frame, config.map_frame, received))
+        # A window goes out before the first frame that names it (map_windows: reference).
+        if self._windows is not None:
+            self._windows.publish(frame)
+        self._frame_pub.publish(memory.output.frame_bytes(frame, config.map_frame, received,
+                                                          self._windows is None))
         if self._views is not None:
             self._views.publish(frame, memory.pose)
         evictions = memory.pending_evictions + list(frame.evictions)

@@ -54,6 +54,7 @@ class ParamSpec:
 
 EVICTION_POLICIES = ('importance_lru', 'half_life')
 POSE_SOURCES = ('board', 'odometry', 'pose_stamped')
+MAP_WINDOWS = ('reference', 'inline')
 INT32_MAX = 2**31 - 1
 
 PARAMS: tuple[ParamSpec, ...] = (
@@ -116,6 +117,10 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('views', ParamType.BOOL, False,
               'Publish RViz2/Foxglove views (~/<cabin>/map_window, ~/route, ~/markers), each '
               'only while someone subscribes', read_only=True),
+    ParamSpec('map_windows', ParamType.STRING, 'reference',
+              'reference: each pack names its map window by digest and the window goes on '
+              '~/<cabin>/window (latched) only when it changes; inline: every frame carries '
+              'every window in nearby_map', choices=MAP_WINDOWS, read_only=True),
 )
 
 CABINS_PREFIX = 'cabins.'
@@ -233,6 +238,7 @@ class NodeConfig:
     manifests_file: str
     cabin_names: tuple[str, ...]
     views: bool
+    map_windows: str
 
     @property
     def size_budget(self) -> int | None:

@@ -26,6 +26,7 @@ import numpy as np
 from working_memory.core.frames import Frame, Pack
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason
+from working_memory.core.windows import window_digest
 
 ENCAPSULATION = b'\x00\x01\x00\x00'   # CDR little endian, no options
 _JSON = json.JSONEncoder(sort_keys=True, separators=(',', ':'), allow_nan=False)
@@ -151,16 +152,20 @@ class FrameEncoder:
         self._strings: dict[str, bytes] = {}
         self._items: dict[str, _Piece] = {}
         self._events: dict[int, _Piece] = {}
-        self._windows: dict[int, tuple[MapWindow, bytes]] = {}
+        # id(window) -> (window, its cells in C order or None until inlined, encoded digest)
+        self._windows: dict[int, tuple[MapWindow, bytes | None, bytes]] = {}
         self._used: set[int] = set()
 
     # -- frames ---------------------------------------------------------------
 
     def frame(self, frame: Frame, map_frame: str,
-              inputs_received: Mapping[str, int] | None = None) -> bytes:
+              inputs_received: Mapping[str, int] | None = None,
+              inline_windows: bool = True) -> bytes:
         """Return `frame` serialized as a ContextFrame (packs in cabin order).
 
-        `inputs_received` is {resolved input topic: messages received before the tick}.
+        `inputs_received` is {resolved input topic: messages received before the tick};
+        without `inline_windows` each pack's nearby_map is empty and only its
+        map_window_digest names the window (map windows by reference).
         """
         writer = Writer()
         frame_id = self._string(map_frame)
@@ -171,7 +176,7 @@ class FrameEncoder:
         writer.count(len(frame.packs))
         used_items, used_events = {}, {}
         for pack in frame.packs.values():
-            self._pack(writer, pack, frame_id, used_items, used_events)
+            self._pack(writer, pack, frame_id, used_items, used_events, inline_windows)
         inputs = inputs_received or {}
         writer.count(len(inputs))
         for topic, received in inputs.items():
@@ -196,7 +201,7 @@ class FrameEncoder:
         return encoded
 
     def _pack(self, writer: Writer, pack: Pack, frame_id: bytes, used_items: dict,
-              used_events: dict) -> None:
+              used_events: dict, inline_window: bool = True) -> None:
         stamp = nanoseconds(pack.stamp)
         writer.header(stamp, frame_id)
         writer.put(_U64.pack(pack.tick), 8)
@@ -204,7 +209,9 @@ class FrameEncoder:
         writer.count(len(pack.items))
         for item in pack.items:
             self._item(writer, item, pack, used_items, stamp)
-        self._map(writer, pack.map_window, stamp, frame_id)
+        window = pack.map_window
+        self._map(writer, window if inline_window else None, stamp, frame_id)
+        writer.string(self._string('') if window is None else self._window(window)[2])
         writer.count(len(pack.events))
         for event in pack.events:
             writer.put(self._cached(self._events, used_events, event.seq, (event,),
@@ -291,11 +298,19 @@ class FrameEncoder:
         writer.count(width * height)
         writer.put(self._cells(window))
 
-    def _cells(self, window: MapWindow) -> bytes:
-        """Return the window's cells in C order, copied once per window object."""
+    def _window(self, window: MapWindow) -> tuple[MapWindow, bytes | None, bytes]:
+        """Return the cached (window, cells or None, encoded digest) of a window object."""
         key = id(window)
         self._used.add(key)
         cached = self._windows.get(key)
         if cached is None or cached[0] is not window:
-            cached = self._windows[key] = (window, np.ascontiguousarray(window.data).tobytes())
+            cached = self._windows[key] = (window, None, cdr_string(window_digest(window)))
+        return cached
+
+    def _cells(self, window: MapWindow) -> bytes:
+        """Return the window's cells in C order, copied once per window object."""
+        cached = self._window(window)
+        if cached[1] is None:
+            cached = self._windows[id(window)] = (
+                window, np.ascontiguousarray(window.data).tobytes(), cached[2])
         return cached[1]

@@ -6,6 +6,7 @@ works on the frozen records below. Times are float seconds of ROS time.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,10 +14,13 @@ from typing import Mapping
 
 import numpy as np
 
+from working_memory.core import gridmap
+from working_memory.core.windows import WindowMismatch, checked_window
 from working_memory.tools.bag import (BagError, BagReader, DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE,
                                       EVICTION_TYPE, FRAME_TYPE, full_typestore)
 
 EVENT_TYPE = 'working_memory/msg/LogEvent'
+WINDOW_TYPE = 'working_memory/msg/MapWindow'
 MISSING_TYPE = 'working_memory/msg/MissingItem'
 STATUS_TYPE = 'diagnostic_msgs/msg/DiagnosticStatus'
 
@@ -85,6 +89,8 @@ class PackRecord:
     map_window: MapWindow
     missing: tuple[MissingRecord, ...]
     digest: str
+    # The window's digest ('' without one): inline, or joined from the cabin's window topic.
+    map_window_digest: str = ''
 
     def item(self, key: str) -> ItemRecord | None:
         """Return the item with `key`, or None."""
@@ -157,6 +163,9 @@ class Recording:
     diagnostics: tuple[DiagnosticRecord, ...] = ()
     readmissions: tuple[ReadmissionRecord, ...] = ()
     frame_topic: str = ''
+    # (tick, cabin, digest) of each pack whose window the bag lacks (its window topic
+    # was not recorded): those packs' map_window is empty.
+    windows_missing: tuple[tuple[int, str, str], ...] = ()
     _by_tick: dict[int, FrameRecord] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -227,14 +236,18 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
 
     A topic left None is found by type; several topics of one type need an explicit
     choice. Frames are required, evictions (EvictionBatch, or one Eviction per message
-    in older bags) and diagnostics optional.
+    in older bags) and diagnostics optional. Packs that name their map window by digest
+    get it from the bag's MapWindow topics (every one is read), checked against it.
     """
     with BagReader(path) as reader:
         frames_at = pick_topic(reader, FRAME_TYPE, frame_topic, required=True)
         evictions_at = pick_topic(reader, (EVICTION_BATCH_TYPE, EVICTION_TYPE), evictions_topic)
         diagnostics_at = pick_topic(reader, DIAGNOSTICS_TYPE, diagnostics_topic)
+        window_topics = sorted(t for t, typ in reader.topics.items() if typ == WINDOW_TYPE)
         topics = [topic for topic in (frames_at, evictions_at, diagnostics_at) if topic]
+        topics += window_topics
         reader.register(topics)
+        windows: dict[tuple[str, str], MapWindow] = {}
         names = ConstantNames(reader)
         frames: dict[int, FrameRecord] = {}
         evictions: list[EvictionRecord] = []
@@ -245,6 +258,9 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
                 # A latched frame can be delivered twice (a reconnect); keep the first copy.
                 frame = frame_record(message.msg, message.stamp_ns * 1e-9, names)
                 frames.setdefault(frame.tick, frame)
+            elif message.msgtype == WINDOW_TYPE:
+                cabin, digest = message.msg.cabin, message.msg.digest
+                windows[cabin, digest] = window_record(message.msg, message.topic)
             elif message.topic == evictions_at and message.msgtype == EVICTION_TYPE:
                 evictions.append(eviction_record(message.msg, names))
             elif message.topic == evictions_at:
@@ -254,10 +270,46 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
                                     for key in message.msg.readmitted)
             else:
                 diagnostics.extend(diagnostic_records(message.msg, message.stamp_ns * 1e-9, names))
-    return Recording(Path(path), tuple(frames[tick] for tick in sorted(frames)),
+    joined, missing = join_windows([frames[tick] for tick in sorted(frames)], windows)
+    return Recording(Path(path), tuple(joined),
                      tuple(sorted(evictions, key=lambda e: (e.tick, e.stamp))), tuple(diagnostics),
                      readmissions=tuple(sorted(readmissions, key=lambda r: r.tick)),
-                     frame_topic=frames_at)
+                     frame_topic=frames_at, windows_missing=tuple(missing))
+
+
+def window_record(msg, topic: str) -> MapWindow:
+    """Convert a MapWindow message; BagError when its cells do not hash to its digest."""
+    where = f'{topic} tick {msg.tick}'
+    window = map_window(msg.grid, where)
+    position = window.origin_x, window.origin_y
+    try:
+        checked_window(gridmap.MapWindow(window.cells, position, window.resolution),
+                       msg.digest, where)
+    except WindowMismatch as error:
+        raise BagError(str(error)) from None
+    return window
+
+
+def join_windows(frames: list[FrameRecord], windows: Mapping[tuple[str, str], MapWindow]
+                 ) -> tuple[list[FrameRecord], list[tuple[int, str, str]]]:
+    """Give each pack that names its window by digest the recorded window.
+
+    Returns the frames and the (tick, cabin, digest) of the windows the bag lacks.
+    """
+    joined, missing = [], []
+    for frame in frames:
+        packs, changed = dict(frame.packs), False
+        for cabin, pack in frame.packs.items():
+            digest = pack.map_window_digest
+            if not digest or pack.map_window.cells.size:
+                continue
+            window = windows.get((cabin, digest))
+            if window is None:
+                missing.append((frame.tick, cabin, digest))
+            else:
+                packs[cabin], changed = dataclasses.replace(pack, map_window=window), True
+        joined.append(dataclasses.replace(frame, packs=packs) if changed else frame)
+    return joined, missing
 
 
 def pick_topic(reader: BagReader, msgtypes: str | tuple[str, ...], topic: str | None,
@@ -324,7 +376,7 @@ def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:
     missing = tuple(MissingRecord(m.key, names.name(MISSING_TYPE, m.reason), m.detail)
                     for m in msg.missing)
     return PackRecord(msg.cabin, items, events, map_window(msg.nearby_map, where), missing,
-                      msg.digest)
+                      msg.digest, getattr(msg, 'map_window_digest', ''))
 
 
 def map_window(grid, where: str) -> MapWindow:

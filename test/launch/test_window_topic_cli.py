@@ -1,0 +1,67 @@
+"""README's `ros2 topic echo --once /working_memory/planner/window`, with the real ros2 CLI.
+
+The node (working_memory.launch.py, the packaged params) gets a map and a pose; the
+planner's window is latched on its topic, so the CLI prints it at once.
+"""
+
+import array
+import json
+import shutil
+import subprocess
+
+import pytest
+
+launch_pytest = pytest.importorskip(
+    'launch_pytest', reason='launch tools come from ../shared/wheels (make installs them there)')
+if shutil.which('ros2') is None:
+    pytest.skip('the ros2 CLI comes from ../shared/wheels (make installs it there)',
+                allow_module_level=True)
+
+from launch import LaunchDescription  # noqa: E402
+from nav_msgs.msg import OccupancyGrid  # noqa: E402
+
+from working_memory.core.windows import WINDOWS_KEPT  # noqa: E402
+from working_memory.msg import BoardEntry, BoardUpdate, MapWindow  # noqa: E402
+from working_memory.ros.qos import latched_qos, map_qos, stream_qos  # noqa: E402
+
+COMMAND_TIMEOUT_S = 30.0   # bounds a hung command, never a timing assertion
+
+
+@launch_pytest.fixture(scope='module')
+def launch_description(include, processes, params_file):
+    return LaunchDescription([*processes.handlers(),
+                              include('working_memory.launch.py', params_file=params_file),
+                              launch_pytest.actions.ReadyToTest()])
+
+
+def free_map(side=100, resolution=0.1):
+    msg = OccupancyGrid()
+    msg.header.frame_id = 'map'
+    msg.info.resolution = resolution
+    msg.info.width = msg.info.height = side
+    msg.info.origin.orientation.w = 1.0
+    msg.data = array.array('b', bytes(side * side))
+    return msg
+
+
+@pytest.mark.launch(fixture=launch_description)
+def test_ros2_topic_echo_once_prints_the_planners_latched_window(probe):
+    probe.wait_for_state('/working_memory', 'active')
+    board = probe.node.create_publisher(BoardUpdate, '/board', stream_qos())
+    grid = probe.node.create_publisher(OccupancyGrid, '/map', map_qos())
+    windows = probe.collect(MapWindow, '/working_memory/planner/window',
+                            latched_qos(WINDOWS_KEPT))
+    grid.publish(free_map())
+    pose = BoardUpdate(entries=[BoardEntry(key='pose', value=json.dumps(
+        {'x': 5.0, 'y': 5.0, 'yaw': 0.0}), importance=float('nan'))])
+
+    def window_seen():
+        board.publish(pose)   # volatile: again until the node has taken it
+        return bool(windows)
+    probe.wait_for(window_seen, 'the planner window')
+    result = subprocess.run(['ros2', 'topic', 'echo', '--once',
+                             '/working_memory/planner/window'],
+                            capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr
+    assert 'cabin: planner' in result.stdout
+    assert windows[-1].digest in result.stdout
