@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from working_memory.core.board import MAX_INDEXES, BoardSnapshot
+from working_memory.core.board import BoardSnapshot, MAX_INDEXES
 from working_memory.core.items import BoardEntry
 from working_memory.core.timebase import TimeBase
 
@@ -122,16 +122,6 @@ def test_an_index_matches_only_keys_new_to_the_board_and_a_view_copies_only_what
     assert board.index(matcher) == ('goal:a', 'goal:b') and matcher.calls == 1002
     view = board.view(board.index(matcher) + ('never:seen',))
     assert list(view.entries) == ['goal:a', 'goal:b'] and view.get('goal:a').value == 9
-
-
-class _Prefix:
-    """Selects keys starting with a prefix (hashable by identity, as the assembler's is)."""
-
-    def __init__(self, prefix):
-        self.prefix = prefix
-
-    def match(self, key):
-        return key.startswith(self.prefix)
 
 
 def test_changes_name_what_was_set_or_removed_since_the_last_call():
