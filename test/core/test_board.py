@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from working_memory.core.board import BoardSnapshot
+from working_memory.core.board import BoardSnapshot, MAX_INDEXES
 from working_memory.core.items import BoardEntry
 from working_memory.core.timebase import TimeBase
 
@@ -134,3 +134,32 @@ def test_an_index_matches_only_keys_new_to_the_board_and_a_view_copies_only_what
     assert board.index(matcher) == ('goal:a', 'goal:b') and matcher.calls == 1002
     view = board.view(board.index(matcher) + ('never:seen',))
     assert list(view.entries) == ['goal:a', 'goal:b'] and view.get('goal:a').value == 9
+
+
+def test_changes_name_what_was_set_or_removed_since_the_last_call():
+    board = BoardSnapshot()
+    board.apply([BoardEntry('a:1', 1, 0.0), BoardEntry('b:1', 1, 0.0)])
+    matcher = _Prefix('a:')
+    first = board.changes(matcher)
+    assert first.full and list(first.entries) == ['a:1']
+    board.apply([BoardEntry('a:2', 2, 1.0), BoardEntry('b:2', 2, 1.0)], ['b:1'])
+    board.apply([], ['a:1'])
+    board.apply([BoardEntry('a:1', 3, 2.0)])
+    later = board.changes(matcher)
+    assert not later.full
+    assert {key: None if e is None else e.value for key, e in later.entries.items()} == {
+        'a:2': 2, 'b:1': None, 'a:1': 3}
+    assert later.moved == {'a:1'}
+    assert not board.changes(matcher).entries
+
+
+def test_changes_start_over_when_the_index_was_dropped():
+    board = BoardSnapshot()
+    board.apply([BoardEntry('a:1', 1, 0.0)])
+    matcher = _Prefix('a:')
+    board.changes(matcher)
+    for index in range(MAX_INDEXES):
+        board.index(_Prefix(f'x{index}'))
+    board.apply([], ['a:1'])
+    again = board.changes(matcher)
+    assert again.full and not again.entries

@@ -19,12 +19,14 @@ effective timeline; staleness, event windows and ages are judged there (see
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Mapping
 
-from working_memory.core.board import BoardSnapshot, BoardView
+from working_memory.core.board import BoardChanges, BoardSnapshot, BoardView
 from working_memory.core.checks import is_finite_number
 from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import EvictionRecord, Settlement, WorkingSet
@@ -34,6 +36,7 @@ from working_memory.core.gridmap import GridMap, MapWindow, as_point
 from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason, Source
 from working_memory.core.manifest import (
     ALL_KINDS, BOARD_PREFIX, EVENTS_PREFIX, MAP, Manifest, is_glob)
+from working_memory.core.selection import CabinBoard, filtered, tags_pass
 
 # Events a cabin must not lose, like goal and safety board keys.
 EXEMPT_EVENT_KINDS = frozenset({EventKind.GOAL, EventKind.CONSTRAINT})
@@ -60,14 +63,6 @@ def _stale_detail(entry: BoardEntry, now: float) -> str:
     return f'stale for {entry.stale_for(now):.1f} s (ttl {entry.ttl:.1f} s)'
 
 
-def _tags_pass(tags: Iterable[str], include: frozenset[str], exclude: frozenset[str]) -> bool:
-    """Semantic filter: excluded tags lose; untagged items and any included tag pass."""
-    tags = set(tags)
-    if tags & exclude:
-        return False
-    return not include or not tags or bool(tags & include)
-
-
 @dataclass
 class _Pose:
     xy: tuple[float, float] | None
@@ -79,8 +74,10 @@ class _Selection:
     """What one cabin's manifest selected this tick, before the working set had its say."""
 
     manifest: Manifest
-    board: dict[str, BoardEntry] = field(default_factory=dict)
+    board: Mapping[str, BoardEntry] = field(default_factory=dict)  # read only
+    board_sorted: list[str] = field(default_factory=list)          # its keys, sorted
     events: dict[str, Event] = field(default_factory=dict)  # item key -> event, oldest first
+    touched: set[str] = field(default_factory=set)  # board keys whose selection changed
     stale: list[str] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)  # keys removed by injected drops
     # Selected but not served, per key: board keys and event items kept apart for required globs.
@@ -117,8 +114,21 @@ class Assembler:
         self._pose_key = pose_key
         self._route_key = route_key
         self._interest = _Interest(self._manifests, pose_key, route_key)
-        # Per cabin: (manifest, {board key: _NOT_SELECTED | _DROPPED | _SELECTED}).
-        self._kinds: dict[str, tuple[Manifest, dict[str, object]]] = {}
+        # The board keys of interest (kept from the board's changes), each with its place in
+        # board order (a number that grows as keys arrive).
+        self._mirror: dict[str, BoardEntry] = {}
+        self._positions: dict[str, int] = {}
+        self._arrivals = 0
+        self._cabins: dict[str, CabinBoard] = {}
+        # What the cabins want of the board (key -> want), its keys sorted, and the event
+        # items wanted last tick; None: look at the whole working set next tick.
+        self._board_wanted: dict[str, dict] = {}
+        self._board_sorted: list[str] = []
+        self._event_keys: set[str] | None = None
+        self._rewish = False  # a cabin started over: redo the whole board wish
+        # Event item keys by sequence number while the event object is the same.
+        self._event_item_keys: dict[int, tuple[Event, str]] = {}
+        self._event_item_keys_used: dict[int, tuple[Event, str]] = {}
         self._weights: dict[str, tuple[Manifest, dict[str, float]]] = {}
         self._encodings = ItemEncodings()
         # Absent notes of the last tick and of this one (see _note).
@@ -162,15 +172,19 @@ class Assembler:
             raise ValueError(f'now: must be a finite time in seconds, got {now!r}')
         xy = None if pose is None else as_point(pose, 'pose')
         with self._lock:
-            view = self._view(board)
+            changes = board.changes(self._interest)
+            view = self._sync(board, changes)
             self._ws.tick = tick
             effective = self._ws.timebase.observe(now)
-            self._forget_removed(view)
+            self._forget_removed(board, changes)
             robot = _Pose(xy) if xy is not None else self._board_pose(view, effective)
             windows: dict[tuple, tuple[MapWindow | None, Missing | None]] = {}
-            selections = [self._select(manifest, view, log, grid, effective, robot, windows)
+            selections = [self._select(manifest, view, changes, log, grid, effective, robot,
+                                       windows)
                           for manifest in self._manifests.values()]
             self._windows, self._windows_used = self._windows_used, {}
+            self._event_item_keys = self._event_item_keys_used
+            self._event_item_keys_used = {}
             settlement = self._store(selections, now, effective)
             packs = [self._pack(selection, tick, now, effective, log)
                      for selection in selections]
@@ -182,23 +196,42 @@ class Assembler:
 
     # -- selection ----------------------------------------------------------
 
-    def _view(self, board: BoardSnapshot) -> BoardView:
-        """Picture the board keys any manifest may read, and those the working set holds.
+    def _sync(self, board: BoardSnapshot, changes: BoardChanges) -> BoardView:
+        """Bring the mirror of the board keys any manifest may read up to date; picture it.
 
-        The board's index (kept current as updates arrive) names the keys of
-        interest, so a tick copies and matches those, not the whole board.
+        The board's changes for the assembler's interest name what was set or
+        removed since the last tick, so a tick costs the updates, not the board.
         """
-        keys = board.index(self._interest)
-        indexed = set(keys)
-        held = [item.key for item in self._ws.items() + self._ws.evicted_items()
-                if item.source is Source.BOARD and item.key not in indexed]
-        return board.view(keys + tuple(held) if held else keys)
+        mirror, positions = self._mirror, self._positions
+        if changes.full:
+            mirror.clear()
+            positions.clear()
+            self._cabins.clear()
+        for key in changes.moved:
+            mirror.pop(key, None)
+        for key, entry in changes.entries.items():
+            if entry is None:
+                mirror.pop(key, None)
+                positions.pop(key, None)
+                continue
+            if key not in mirror:
+                positions[key] = self._arrivals
+                self._arrivals += 1
+            mirror[key] = entry
+        return BoardView(board.version, MappingProxyType(mirror))
 
-    def _forget_removed(self, view: BoardView) -> None:
+    def _forget_removed(self, board: BoardSnapshot, changes: BoardChanges) -> None:
         """Board items the board no longer holds leave the working set (not an eviction)."""
-        for item in self._ws.items() + self._ws.evicted_items():
-            if item.source is Source.BOARD and item.key not in view.entries:
-                self._ws.remove(item.key)
+        ws = self._ws
+        if changes.full:
+            removed = [item.key for item in ws.items() + ws.evicted_items()
+                       if item.source is Source.BOARD and item.key not in board]
+        else:
+            removed = [key for key, entry in changes.entries.items() if entry is None]
+        for key in removed:
+            item = ws.get(key) or ws.evicted_item(key)
+            if item is not None and item.source is Source.BOARD:
+                ws.remove(key)
 
     def _board_pose(self, view: BoardView, now: float) -> _Pose:
         if self._pose_key is None:
@@ -213,69 +246,30 @@ class Assembler:
         except ValueError as error:
             return _Pose(None, f'pose malformed: {error}')
 
-    def _select(self, manifest: Manifest, view: BoardView, log: EventLog, grid: GridMap | None,
-                now: float, robot: _Pose, windows: dict) -> _Selection:
+    def _select(self, manifest: Manifest, view: BoardView, changes: BoardChanges,
+                log: EventLog, grid: GridMap | None, now: float, robot: _Pose,
+                windows: dict) -> _Selection:
         selection = _Selection(manifest)
-        include = frozenset(manifest.tags.include) | self._goal_tags(manifest, view, now)
+        cabin = self._cabins.get(manifest.name)
+        fresh = cabin is None or cabin.manifest is not manifest
+        if fresh:
+            cabin = self._cabins[manifest.name] = CabinBoard(manifest, self._ws.exempt_prefixes)
+            self._rewish = True
+        cabin.update(view.entries, None if fresh else changes.entries, now)
+        selection.board = cabin.served
+        selection.board_sorted = cabin.served_sorted
+        selection.touched = cabin.touched
+        selection.stale = list(cabin.stale)
+        positions = self._positions
+        selection.withheld = sorted(cabin.withheld, key=positions.__getitem__)
+        selection.board_absent = dict(cabin.absent)
+        selection.missing = {key: cabin.absent[key].at(now) for key in cabin.stale}
+        include = cabin.include
         exclude = frozenset(manifest.tags.exclude)
-        self._select_board(selection, view, now, include, exclude)
         self._select_events(selection, log, now, include, exclude)
         if manifest.map.enabled and not manifest.drops.map:
             selection.map_window = self._map_window(selection, view, grid, now, robot, windows)
         return selection
-
-    def _goal_tags(self, manifest: Manifest, view: BoardView, now: float) -> frozenset[str]:
-        """Tags of the fresh goal entries named by `tags.from_goal` ("tags by goal")."""
-        pattern = manifest.tags.from_goal
-        if not pattern:
-            return frozenset()
-        if is_glob(pattern):
-            entries = [e for k, e in view.entries.items() if fnmatch.fnmatchcase(k, pattern)]
-        else:
-            entries = [view.get(pattern)] if pattern in view.entries else []
-        tags = set()
-        for entry in entries:
-            value = entry.value
-            if entry.is_stale(now) or not isinstance(value, Mapping):
-                continue
-            goal_tags = value.get('tags')
-            if isinstance(goal_tags, (list, tuple)):
-                tags.update(tag for tag in goal_tags if isinstance(tag, str) and tag)
-        return frozenset(tags)
-
-    def _select_board(self, selection: _Selection, view: BoardView, now: float,
-                      include: frozenset[str], exclude: frozenset[str]) -> None:
-        manifest = selection.manifest
-        kinds = self._key_kinds(manifest, view)
-        for key, entry in view.entries.items():
-            kind = kinds.get(key)
-            if kind is None:
-                kind = kinds[key] = _key_kind(manifest, key)
-            if kind is _NOT_SELECTED:
-                continue
-            if kind is _DROPPED:
-                selection.withheld.append(key)
-                selection.board_absent[key] = self._note(key, MissingReason.INJECTED_DROP,
-                                                         'withheld by an injected drop')
-            elif entry.is_stale(now):
-                selection.stale.append(key)
-                note = self._note(key, MissingReason.STALE, 'stale for ',
-                                  entry.effective_stamp + entry.ttl, f' s (ttl {entry.ttl:.1f} s)')
-                selection.board_absent[key] = note
-                selection.missing[key] = note.at(now)
-            elif (not key.startswith(self._ws.exempt_prefixes)
-                  and not _tags_pass(entry.tags, include, exclude)):
-                selection.board_absent[key] = self._note(
-                    *_filtered(key, entry.tags, include, exclude))
-            else:
-                selection.board[key] = entry
-
-    def _key_kinds(self, manifest: Manifest, view: BoardView) -> dict[str, object]:
-        """Return the cache of what `manifest` makes of each key (it depends on the key only)."""
-        kinds = self._kinds.get(manifest.name)
-        if kinds is None or kinds[0] is not manifest or len(kinds[1]) > 2 * len(view.entries) + 64:
-            kinds = self._kinds[manifest.name] = (manifest, {})
-        return kinds[1]
 
     def _select_events(self, selection: _Selection, log: EventLog, now: float,
                        include: frozenset[str], exclude: frozenset[str]) -> None:
@@ -289,16 +283,21 @@ class Assembler:
             kinds = set(scope.kinds or EventKind) - drops.event_kinds
             if not kinds:
                 return
+        keys, used = self._event_item_keys, self._event_item_keys_used
         for event in log.window(now - scope.window_s, now, kinds, scope.max_count):
-            key = event_item_key(event)
+            kept = used.get(event.seq) or keys.get(event.seq)
+            if kept is None or kept[0] is not event:
+                kept = (event, event_item_key(event))
+            used[event.seq] = kept
+            key = kept[1]
             if drops.any_key.match(key):
                 selection.withheld.append(key)
                 selection.event_absent[key] = self._note(key, MissingReason.INJECTED_DROP,
                                                          'withheld by an injected drop')
             elif (event.kind not in EXEMPT_EVENT_KINDS
-                  and not _tags_pass(event.tags, include, exclude)):
+                  and not tags_pass(event.tags, include, exclude)):
                 selection.event_absent[key] = self._note(
-                    *_filtered(key, event.tags, include, exclude))
+                    *filtered(key, event.tags, include, exclude))
             else:
                 selection.events[key] = event
 
@@ -402,31 +401,62 @@ class Assembler:
         item selected again unchanged is only a candidate, competing with the
         rank of its last use; what is present after the settlement and selected
         is then used (touched), so an unchanged selection settles once and
-        stays settled.
+        stays settled. The board's part of the wish is kept across ticks and
+        redone only for the keys a cabin's selection changed.
         """
         ws = self._ws
-        wanted: dict[str, dict] = {}
+        board_wanted = self._board_wanted
+        touched = set().union(*(selection.touched for selection in selections))
+        if self._rewish:
+            touched.update(board_wanted)
+            self._rewish = False
+        for key in touched:
+            want = None
+            for selection in selections:
+                entry = selection.board.get(key)
+                if entry is not None:
+                    weight = self._weight_for(selection.manifest)
+                    want = _merged(want, Source.BOARD, entry.value, entry.stamp,
+                                   weight(key) if entry.importance is None else entry.importance,
+                                   False)
+            if want is not None:
+                if key not in board_wanted:
+                    bisect.insort(self._board_sorted, key)
+                board_wanted[key] = want
+            elif board_wanted.pop(key, None) is not None:
+                del self._board_sorted[bisect.bisect_left(self._board_sorted, key)]
+        events: dict[str, dict] = {}
         for selection in selections:
             weight = self._weight_for(selection.manifest)
-            for key, entry in selection.board.items():
-                _want(wanted, key, Source.BOARD, entry.value, entry.stamp,
-                      weight(key) if entry.importance is None else entry.importance, False)
             for key, event in selection.events.items():
-                _want(wanted, key, Source.LOG, event.detail, event.stamp,
-                      weight(key) if event.importance is None else event.importance,
-                      event.kind in EXEMPT_EVENT_KINDS)
+                events[key] = _merged(
+                    events.get(key) or board_wanted.get(key), Source.LOG, event.detail,
+                    event.stamp, weight(key) if event.importance is None else event.importance,
+                    event.kind in EXEMPT_EVENT_KINDS)
         # An event that left every cabin's window has ended its scope: not an eviction.
-        for item in ws.items() + ws.evicted_items():
-            if item.source is Source.LOG and item.key not in wanted:
-                ws.remove(item.key)
+        if self._event_keys is None:
+            ended = [item.key for item in ws.items() + ws.evicted_items()
+                     if item.source is Source.LOG and item.key not in events]
+        else:
+            ended = [key for key in self._event_keys if key not in events]
+        for key in ended:
+            item = ws.get(key) or ws.evicted_item(key)
+            if item is not None and item.source is Source.LOG:
+                ws.remove(key)
+        self._event_keys = set(events)
         for key in sorted({key for selection in selections for key in selection.stale}):
             item = ws.get(key)
             if item is not None and not item.stale:
                 ws.mark_stale(key)
-        keys = sorted(wanted)
+        # Only keys whose wish changed, events and evicted keys wanted again can need a put:
+        # any other wanted key is present and unchanged.
+        check = touched.union(events)
+        check.update(item.key for item in ws.evicted_items() if item.key in board_wanted)
         candidates = []
-        for key in keys:
-            want = wanted[key]
+        for key in sorted(check):
+            want = events.get(key) or board_wanted.get(key)
+            if want is None:
+                continue
             item = ws.get(key)
             if item is None:
                 item = ws.evicted_item(key)
@@ -441,7 +471,9 @@ class Assembler:
         # items compete with their last use, so an unchanged selection keeps its winners.
         settlement = ws.settle(candidates)
         # Served, not put this tick: used now.
-        ws.touch_many([key for key in keys if (item := ws.get(key)) is not None
+        keys = sorted(self._board_sorted + [key for key in events if key not in board_wanted])
+        get = ws.get
+        ws.touch_many([key for key in keys if (item := get(key)) is not None
                        and item.last_used < effective], now)
         return settlement
 
@@ -465,11 +497,17 @@ class Assembler:
               log: EventLog) -> Pack:
         """Freeze one cabin's pack at ROS time `stamp`, effective time `now` [s]."""
         ws = self._ws
-        items = [ws.get(key) for key in selection.board if key in ws]
+        get = ws.get
+        items, evicted = [], []
+        for key in selection.board_sorted:
+            item = get(key)
+            if item is None:
+                evicted.append(key)
+            else:
+                items.append(item)
         events = [event for key, event in selection.events.items() if key in ws]
-        for key in selection.board:
-            if key not in ws:
-                selection.board_absent[key] = self._evicted(key, now)
+        for key in evicted:
+            selection.board_absent[key] = self._evicted(key, now)
         for key in selection.events:
             if key not in ws:
                 selection.event_absent[key] = self._evicted(key, now)
@@ -514,19 +552,23 @@ class Assembler:
         return note
 
     def _require_board(self, selection: _Selection, items: list, now: float) -> None:
-        served = {item.key for item in items}
+        ws = self._ws
         for pattern in selection.manifest.requirements.board:
             if not is_glob(pattern):
                 # An exact key: no need to match it against every served and absent key.
-                if pattern in served:
+                if pattern in selection.board and pattern in ws:
                     continue
                 note = selection.board_absent.get(pattern)
                 absent = [] if note is None else [note.at(now)]
             else:
-                if any(fnmatch.fnmatchcase(key, pattern) for key in served):
+                if any(fnmatch.fnmatchcase(item.key, pattern) for item in items):
                     continue
-                absent = [note.at(now) for key, note in selection.board_absent.items()
-                          if fnmatch.fnmatchcase(key, pattern)]
+                # In board order, the evicted after the others (as the pack found them).
+                notes = sorted((note for key, note in selection.board_absent.items()
+                                if fnmatch.fnmatchcase(key, pattern)),
+                               key=lambda note: (note.reason is MissingReason.EVICTED,
+                                                 self._positions.get(note.key, 0)))
+                absent = [note.at(now) for note in notes]
             selection.missing.setdefault(pattern, _summarise(
                 pattern, absent, 'not on the board' if not is_glob(pattern)
                 else 'no board key matches'))
@@ -580,17 +622,6 @@ def _unchanged(item, want: dict) -> bool:
             and item.importance == want['importance'] and not item.stale)
 
 
-_NOT_SELECTED, _DROPPED, _SELECTED = object(), object(), object()
-
-
-def _key_kind(manifest: Manifest, key: str) -> object:
-    """Return whether `manifest` selects board `key`, and whether a drop withholds it."""
-    if not manifest.selects.match(key):
-        return _NOT_SELECTED
-    drops = manifest.drops
-    return _DROPPED if drops.board.match(key) or drops.any_key.match(key) else _SELECTED
-
-
 class _Interest:
     """Matches every board key an assembler may read: selected, goal tags, pose, route.
 
@@ -618,15 +649,14 @@ class _Interest:
                 or any(fnmatch.fnmatchcase(key, pattern) for pattern in self._goal_globs))
 
 
-def _want(wanted: dict, key: str, source: Source, value: Any, stamp: float, importance: float,
-          exempt: bool) -> None:
+def _merged(previous: dict | None, source: Source, value: Any, stamp: float,
+            importance: float, exempt: bool) -> dict:
     """Merge one cabin's wish for an item: the highest importance and any exemption win."""
-    previous = wanted.get(key)
     if previous is not None:
         importance = max(importance, previous['importance'])
         exempt = exempt or previous['exempt']
-    wanted[key] = {'value': value, 'importance': importance, 'source': source, 'stamp': stamp,
-                   'exempt': exempt}
+    return {'value': value, 'importance': importance, 'source': source, 'stamp': stamp,
+            'exempt': exempt}
 
 
 def _summarise(key: str, absent: list[Missing], why_none: str,
@@ -640,17 +670,6 @@ def _summarise(key: str, absent: list[Missing], why_none: str,
     shown = '; '.join(f'{m.key}: {m.reason.value} ({m.detail})' for m in absent[:3])
     more = f'; and {len(absent) - 3} more' if len(absent) > 3 else ''
     return Missing(key, reason, f'{len(absent)} matching not served: {shown}{more}')
-
-
-def _filtered(key: str, tags: Iterable[str], include: frozenset[str],
-              exclude: frozenset[str]) -> tuple[str, MissingReason, str]:
-    """Return (key, reason, detail) for an item the semantic tag filter left out."""
-    excluded = sorted(set(tags) & exclude)
-    if excluded:
-        detail = f'left out by tag filter: tags {excluded} excluded'
-    else:
-        detail = f'left out by tag filter: tags {sorted(tags)} not in include {sorted(include)}'
-    return key, MissingReason.OUT_OF_SCOPE, detail
 
 
 def _by_key(missing: Missing) -> str:

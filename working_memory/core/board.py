@@ -36,6 +36,22 @@ class KeyMatcher(Protocol):
 MAX_INDEXES = 8
 
 
+@dataclass(frozen=True)
+class BoardChanges:
+    """What changed for one index since its last `BoardSnapshot.changes` call.
+
+    `full`: the index is new (first call, or dropped and made again): `entries`
+    holds every key it selects and the caller starts over. Otherwise `entries`
+    holds each selected key set since, with its latest entry, and every key
+    removed since, selected or not, with None (unless set again); `moved` are
+    keys removed and set again since, so they now come last in board order.
+    """
+
+    full: bool
+    entries: Mapping[str, BoardEntry | None]
+    moved: frozenset[str] = frozenset()
+
+
 class BoardSnapshot:
     """Latest entry per key, exactly as the state board said it; thread-safe.
 
@@ -55,6 +71,9 @@ class BoardSnapshot:
         self._version = 0
         # matcher -> the board's keys it matches, in board order; kept current by apply.
         self._indexes: dict[KeyMatcher, dict[str, None]] = {}
+        # matcher -> keys changed since its last `changes` call (True: removed at some point);
+        # only for matchers asked for their changes.
+        self._dirty: dict[KeyMatcher, dict[str, bool]] = {}
 
     def apply(self, entries: Iterable[BoardEntry] = (),
               removed_keys: Iterable[str] = (), *, checked: bool = False) -> list[str]:
@@ -100,6 +119,12 @@ class BoardSnapshot:
                 for key in removed:
                     keys.pop(key, None)
                 keys.update((key, None) for key in new if matcher.match(key))
+            for matcher, dirty in self._dirty.items():
+                keys = self._indexes[matcher]
+                dirty.update((key, True) for key in removed)
+                for entry in frozen:
+                    if entry.key in keys:
+                        dirty.setdefault(entry.key, False)
         return removed
 
     def apply_checked(self, entries: Iterable[BoardEntry] = (),
@@ -130,13 +155,38 @@ class BoardSnapshot:
         hashable and give the same answer for a key every time.
         """
         with self._lock:
-            keys = self._indexes.pop(matcher, None)
-            if keys is None:
-                keys = {key: None for key in self._entries if matcher.match(key)}
-            self._indexes[matcher] = keys
-            while len(self._indexes) > MAX_INDEXES:
-                del self._indexes[next(iter(self._indexes))]
-            return tuple(keys)
+            return tuple(self._index(matcher))
+
+    def changes(self, matcher: KeyMatcher) -> BoardChanges:
+        """Return what changed for `matcher`'s index since the last call (see BoardChanges).
+
+        The index is kept as `index` keeps it; a consumer that mirrors the keys
+        a matcher selects then costs the updates, not the size of the board.
+        """
+        with self._lock:
+            dirty = self._dirty.get(matcher)
+            fresh = matcher not in self._indexes or dirty is None
+            keys = self._index(matcher)
+            self._dirty[matcher] = {}
+            entries = self._entries
+            if fresh:
+                return BoardChanges(True, MappingProxyType({key: entries[key] for key in keys}))
+            return BoardChanges(False, MappingProxyType(
+                {key: entries.get(key) for key in dirty}),
+                frozenset(key for key, removed in dirty.items() if removed and key in entries))
+
+    def _index(self, matcher: KeyMatcher) -> dict[str, None]:
+        """Return `matcher`'s index, made by a scan when new; the caller holds the lock."""
+        keys = self._indexes.pop(matcher, None)
+        if keys is None:
+            keys = {key: None for key in self._entries if matcher.match(key)}
+            self._dirty.pop(matcher, None)
+        self._indexes[matcher] = keys
+        while len(self._indexes) > MAX_INDEXES:
+            dropped = next(iter(self._indexes))
+            del self._indexes[dropped]
+            self._dirty.pop(dropped, None)
+        return keys
 
     @property
     def version(self) -> int:

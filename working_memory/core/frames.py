@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from working_memory.core.items import Event, Item, Missing, MissingReason
 from working_memory.core.timebase import epoch_time
 
 DIGEST_HEX_CHARS = 16
+_item_key = operator.attrgetter('key')
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,11 +161,17 @@ def cells_digest(window: MapWindow) -> bytes:
 
 
 def _digest(parts: Iterable[bytes]) -> str:
-    sha = hashlib.sha256()
-    for part in parts:
-        sha.update(len(part).to_bytes(8, 'little'))  # length prefix: no ambiguous joins
-        sha.update(part)
-    return sha.hexdigest()[:DIGEST_HEX_CHARS]
+    return _digest_framed([_framed(part) for part in parts])
+
+
+def _framed(part: bytes) -> bytes:
+    """Return `part` with its length prefix, as the digest hashes it (no ambiguous joins)."""
+    return len(part).to_bytes(8, 'little') + part
+
+
+def _digest_framed(framed: list[bytes]) -> str:
+    """Return the digest of length-prefixed parts: one hash of their join."""
+    return hashlib.sha256(b''.join(framed)).hexdigest()[:DIGEST_HEX_CHARS]
 
 
 def _canonical(value) -> bytes:
@@ -171,37 +179,57 @@ def _canonical(value) -> bytes:
 
 
 class ItemEncodings:
-    """The canonical encoding of each item's content, kept while the content is the same.
+    """The canonical encoding of each item's and event's content, kept while it is the same.
 
-    A pack digest encodes every item; an assembler passes one of these to
-    `make_pack` so an item unchanged since the last tick is not encoded again.
-    Items not encoded since the last `end_tick` are forgotten then.
+    A pack digest encodes every item and event; an assembler passes one of these
+    to `make_pack` so an item or event unchanged since the last tick is not
+    encoded again. What no pack used since the last `end_tick` is forgotten then.
     """
 
     def __init__(self):
         self._kept: dict[str, tuple] = {}
         self._used: dict[str, tuple] = {}
+        self._events_kept: dict[int, tuple[Event, bytes]] = {}
+        self._events_used: dict[int, tuple[Event, bytes]] = {}
 
     def encoding(self, item: Item) -> bytes:
         """Return the item's canonical encoding, reused while its content objects are the same."""
+        return self.framed(item)[8:]
+
+    def framed(self, item: Item) -> bytes:
+        """Return the item's encoding with its length prefix (as the digest hashes it)."""
         key = item.key
         kept = self._used.get(key) or self._kept.get(key)
         if (kept is None or kept[0] is not item.value or kept[1] is not item.source
                 or kept[2] != item.importance or kept[3] != item.stamp
                 or kept[4] != item.stale or kept[5] != item.exempt):
             kept = (item.value, item.source, item.importance, item.stamp, item.stale,
-                    item.exempt, _item_encoding(item))
+                    item.exempt, _framed(_item_encoding(item)))
         self._used[key] = kept
         return kept[6]
+
+    def event(self, event: Event) -> bytes:
+        """Return the event's JSON text in a pack digest, kept while the event object lives."""
+        kept = self._events_used.get(event.seq) or self._events_kept.get(event.seq)
+        if kept is None or kept[0] is not event:
+            kept = (event, _event_encoding(event))
+        self._events_used[event.seq] = kept
+        return kept[1]
 
     def end_tick(self) -> None:
         """Forget the encodings no pack of the ending tick used."""
         self._kept, self._used = self._used, {}
+        self._events_kept, self._events_used = self._events_used, {}
 
 
 def _item_encoding(item: Item) -> bytes:
     return _canonical([item.key, item.value, item.source.value, item.importance, item.stamp,
                        item.stale, item.exempt])
+
+
+def _event_encoding(event: Event) -> bytes:
+    return _canonical([event.seq, event.stamp, event.kind.value, event.source, event.key,
+                       event.detail, event.importance, list(event.tags)])
 
 
 def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapWindow | None,
@@ -210,21 +238,26 @@ def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapW
 
     Bookkeeping that changes every tick without changing content (tick,
     stamp, `last_used`) is left out. Each item is encoded on its own (with
-    `encodings`, once while it is unchanged); the map's cells enter as their hash.
+    `encodings`, once while it is unchanged, as is each event); the map's cells
+    enter as their hash. The rest is the canonical JSON of {events, items (their
+    count), map, missing}, joined from the events' own encodings (the same text).
     """
-    encode = _item_encoding if encodings is None else encodings.encoding
-    parts = [encode(item) for item in items]
-    parts.append(_canonical({
-        'items': len(parts),
-        'events': [[e.seq, e.stamp, e.kind.value, e.source, e.key, e.detail, e.importance,
-                    list(e.tags)] for e in events],
-        'missing': [[m.key, m.reason.value, m.detail] for m in missing],
-        'map': None if map_window is None else [list(map_window.origin), map_window.resolution,
-                                                list(map_window.data.shape)],
-    }))
+    if encodings is None:
+        parts = [_framed(_item_encoding(item)) for item in items]
+        texts = [_event_encoding(event) for event in events]
+    else:
+        parts = [encodings.framed(item) for item in items]
+        texts = [encodings.event(event) for event in events]
+    shape = None if map_window is None else [list(map_window.origin), map_window.resolution,
+                                             list(map_window.data.shape)]
+    # Keys in sorted order, as json.dumps(sort_keys=True) writes them.
+    rest = b''.join((b'{"events":[', b','.join(texts), b'],"items":', str(len(parts)).encode(),
+                     b',"map":', _canonical(shape), b',"missing":',
+                     _canonical([[m.key, m.reason.value, m.detail] for m in missing]), b'}'))
+    parts.append(_framed(rest))
     if map_window is not None:
-        parts.append(cells_digest(map_window))
-    return _digest(parts)
+        parts.append(_framed(cells_digest(map_window)))
+    return _digest_framed(parts)
 
 
 def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
@@ -237,7 +270,7 @@ def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
     `effective` [s] defaults to `stamp` (no clock reset so far); `encodings` lets
     the digest reuse unchanged items' encodings (see `ItemEncodings`).
     """
-    items = tuple(sorted(items, key=lambda item: item.key))
+    items = tuple(sorted(items, key=_item_key))
     events = tuple(events)
     missing = tuple(missing)
     map_window = freeze_window(map_window)

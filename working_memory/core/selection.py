@@ -1,0 +1,211 @@
+"""One cabin's board selection kept across ticks: a tick reclassifies only the keys that changed.
+
+Pure Python. The assembler mirrors the board keys its manifests may read (from
+`BoardSnapshot.changes`) and hands each cabin's `CabinBoard` what changed; a key
+is then sorted once into served, stale, withheld by an injected drop, or left out
+by the tag filter, and stays there until its entry changes, its ttl runs out (a
+heap of deadlines) or the cabin's tag filter changes (then the cabin starts over).
+So a tick costs the updates, not the number of keys a cabin selects.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+import heapq
+from typing import Iterable, Mapping
+
+from working_memory.core.frames import AbsentNote
+from working_memory.core.items import BoardEntry, MissingReason
+from working_memory.core.manifest import Manifest, is_glob
+
+# [s] A served entry whose ttl deadline is this close is checked exactly (float rounding of
+# large effective times); one not yet stale goes back on the heap.
+_DEADLINE_MARGIN_S = 1e-3
+_NOT_SELECTED, _DROPPED, _SELECTED = object(), object(), object()
+
+
+def tags_pass(tags: Iterable[str], include: frozenset[str], exclude: frozenset[str]) -> bool:
+    """Semantic filter: excluded tags lose; untagged items and any included tag pass."""
+    tags = set(tags)
+    if tags & exclude:
+        return False
+    return not include or not tags or bool(tags & include)
+
+
+def filtered(key: str, tags: Iterable[str], include: frozenset[str],
+             exclude: frozenset[str]) -> tuple[str, MissingReason, str]:
+    """Return (key, reason, detail) for an item the semantic tag filter left out."""
+    excluded = sorted(set(tags) & exclude)
+    if excluded:
+        detail = f'left out by tag filter: tags {excluded} excluded'
+    else:
+        detail = f'left out by tag filter: tags {sorted(tags)} not in include {sorted(include)}'
+    return key, MissingReason.OUT_OF_SCOPE, detail
+
+
+def stale_note(entry: BoardEntry) -> AbsentNote:
+    """Return the note of a stale entry: its age since the ttl ran out grows, the note stays."""
+    return AbsentNote(entry.key, MissingReason.STALE, 'stale for ',
+                      entry.effective_stamp + entry.ttl, f' s (ttl {entry.ttl:.1f} s)')
+
+
+def _key_kind(manifest: Manifest, key: str) -> object:
+    """Return whether `manifest` selects board `key`, and whether a drop withholds it."""
+    if not manifest.selects.match(key):
+        return _NOT_SELECTED
+    drops = manifest.drops
+    return _DROPPED if drops.board.match(key) or drops.any_key.match(key) else _SELECTED
+
+
+class CabinBoard:
+    """What one cabin's manifest makes of the board keys, kept while the keys stay the same.
+
+    `served`: fresh entries that pass the tag filter (`served_sorted`: their keys
+    sorted); `absent`: a note per key withheld, stale or filtered out; `stale`,
+    `withheld`: those keys. `touched` are the keys whose served entry came, went or
+    changed in the last `update` (everything after a start over).
+    """
+
+    def __init__(self, manifest: Manifest, exempt_prefixes: tuple[str, ...]):
+        self.manifest = manifest
+        self._exempt = exempt_prefixes
+        self._exclude = frozenset(manifest.tags.exclude)
+        self._include: frozenset[str] | None = None
+        self._kinds: dict[str, object] = {}
+        self.served: dict[str, BoardEntry] = {}
+        self.served_sorted: list[str] = []
+        self.absent: dict[str, AbsentNote] = {}
+        self.stale: dict[str, None] = {}
+        self.withheld: dict[str, None] = {}
+        self.touched: set[str] = set()
+        # Entries tags.from_goal names (the goal tags extend the include filter).
+        self._goals: dict[str, BoardEntry] = {}
+        # Served or filtered entries with a ttl (either goes stale when it runs out), and
+        # their deadlines [s, effective time] in a heap.
+        self._timed: dict[str, BoardEntry] = {}
+        self._deadlines: list[tuple[float, int, str, BoardEntry]] = []
+        self._pushed = 0
+
+    @property
+    def include(self) -> frozenset[str]:
+        """The include tags in force: the manifest's and the fresh goals' (after `update`)."""
+        return self._include or frozenset()
+
+    def update(self, mirror: Mapping[str, BoardEntry],
+               changes: Mapping[str, BoardEntry | None] | None, now: float) -> None:
+        """Apply the changed keys (`changes` None: everything in `mirror`) at effective `now`."""
+        self.touched = set()
+        self._update_goals(mirror, changes)
+        include = frozenset(self.manifest.tags.include) | self._goal_tags(now)
+        if changes is None or include != self._include:
+            self._start_over(mirror, include, now)
+        else:
+            for key, entry in changes.items():
+                self._drop(key)
+                if entry is None:
+                    self._kinds.pop(key, None)
+                else:
+                    self._classify(key, entry, now)
+        self._expire(now)
+
+    def _start_over(self, mirror: Mapping[str, BoardEntry], include: frozenset[str],
+                    now: float) -> None:
+        self.touched = set(self.served)
+        self._include = include
+        self.served, self.absent, self.stale, self.withheld = {}, {}, {}, {}
+        self._timed, self._deadlines = {}, []
+        self._kinds = {}
+        for key, entry in mirror.items():
+            self._classify(key, entry, now, sort=False)
+        self.served_sorted = sorted(self.served)
+
+    def _update_goals(self, mirror: Mapping[str, BoardEntry],
+                      changes: Mapping[str, BoardEntry | None] | None) -> None:
+        pattern = self.manifest.tags.from_goal
+        if not pattern:
+            return
+        if changes is None:
+            if is_glob(pattern):
+                self._goals = {key: entry for key, entry in mirror.items()
+                               if fnmatch.fnmatchcase(key, pattern)}
+            else:
+                self._goals = {pattern: mirror[pattern]} if pattern in mirror else {}
+            return
+        for key, entry in changes.items():
+            if key == pattern or is_glob(pattern) and fnmatch.fnmatchcase(key, pattern):
+                if entry is None:
+                    self._goals.pop(key, None)
+                else:
+                    self._goals[key] = entry
+
+    def _goal_tags(self, now: float) -> frozenset[str]:
+        """Tags of the fresh goal entries named by `tags.from_goal` ("tags by goal")."""
+        tags = set()
+        for entry in self._goals.values():
+            value = entry.value
+            if entry.is_stale(now) or not isinstance(value, Mapping):
+                continue
+            goal_tags = value.get('tags')
+            if isinstance(goal_tags, (list, tuple)):
+                tags.update(tag for tag in goal_tags if isinstance(tag, str) and tag)
+        return frozenset(tags)
+
+    def _drop(self, key: str) -> None:
+        self._timed.pop(key, None)
+        if self.served.pop(key, None) is not None:
+            self.touched.add(key)
+            del self.served_sorted[bisect.bisect_left(self.served_sorted, key)]
+        if self.absent.pop(key, None) is not None:
+            self.stale.pop(key, None)
+            self.withheld.pop(key, None)
+
+    def _classify(self, key: str, entry: BoardEntry, now: float, sort: bool = True) -> None:
+        kind = self._kinds.get(key)
+        if kind is None:
+            kind = self._kinds[key] = _key_kind(self.manifest, key)
+        if kind is _NOT_SELECTED:
+            return
+        if kind is _DROPPED:
+            self.withheld[key] = None
+            self.absent[key] = AbsentNote(key, MissingReason.INJECTED_DROP,
+                                          'withheld by an injected drop')
+        elif entry.is_stale(now):
+            self.stale[key] = None
+            self.absent[key] = stale_note(entry)
+        elif (not key.startswith(self._exempt)
+              and not tags_pass(entry.tags, self._include, self._exclude)):
+            self.absent[key] = AbsentNote(*filtered(key, entry.tags, self._include,
+                                                    self._exclude))
+            self._time(key, entry)
+        else:
+            self.served[key] = entry
+            self.touched.add(key)
+            if sort:
+                bisect.insort(self.served_sorted, key)
+            self._time(key, entry)
+
+    def _time(self, key: str, entry: BoardEntry) -> None:
+        """Keep the deadline of a fresh entry with a ttl: it is judged stale then."""
+        if entry.ttl > 0.0:
+            self._timed[key] = entry
+            self._pushed += 1
+            heapq.heappush(self._deadlines,
+                           (entry.effective_stamp + entry.ttl, self._pushed, key, entry))
+
+    def _expire(self, now: float) -> None:
+        """Move entries whose ttl ran out by effective `now` [s] to the stale ones."""
+        heap, later = self._deadlines, []
+        while heap and heap[0][0] <= now + _DEADLINE_MARGIN_S:
+            deadline = heapq.heappop(heap)
+            key, entry = deadline[2], deadline[3]
+            if self._timed.get(key) is not entry:
+                continue
+            if not entry.is_stale(now):
+                later.append(deadline)
+                continue
+            self._drop(key)
+            self.stale[key] = None
+            self.absent[key] = stale_note(entry)
+        for deadline in later:
+            heapq.heappush(heap, deadline)
