@@ -2,6 +2,7 @@
 
 import math
 import random
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import event, settings, strategies as st
@@ -206,6 +207,45 @@ def test_eviction_log_is_bounded_and_last_eviction_answers_within_it():
     assert working_set.last_eviction('k1') is None
     assert working_set.last_eviction('k4') == EvictionRecord(
         tick=5, key='k4', importance=0.5, last_used=4.0, reason='capacity', stamp=5.0)
+
+
+def test_last_eviction_outlives_readmission_and_removal_while_in_the_log():
+    working_set = WorkingSet(capacity=1, log_limit=4)
+    put(working_set, 'keep', 0.9, now=0.0)
+    put(working_set, 'low', 0.1, now=1.0)
+    record = working_set.last_eviction('low')
+    assert record.key == 'low' and working_set.eviction_of('low') is record
+    working_set.remove('keep')
+    working_set.settle(['low'])                  # room again: back, the record stays known
+    assert 'low' in working_set and working_set.eviction_of('low') is None
+    assert working_set.last_eviction('low') is record
+    working_set.remove('low')
+    assert working_set.last_eviction('low') is record
+    put(working_set, 'low', 0.1, now=2.0)         # a new item of the same key
+    assert working_set.last_eviction('low') is record
+    for i in range(4):                            # four later evictions push it out of the log
+        put(working_set, f'new{i}', 0.05, now=3.0 + i)
+    assert working_set.last_eviction('low') is None
+    assert evicted_keys(working_set.eviction_log) == ['new0', 'new1', 'new2', 'new3']
+
+
+def test_items_made_on_demand_read_the_latest_state_and_stay_immutable():
+    working_set = WorkingSet(capacity=2)
+    put(working_set, 'pose', 0.5, now=1.0, value={'x': 1})
+    before = working_set.get('pose')
+    assert working_set.get('pose') is before      # made once while nothing changes
+    working_set.touch('pose', now=2.0)
+    working_set.mark_stale('pose')
+    after = working_set.get('pose')
+    assert (before.last_used, before.stale) == (1.0, False)
+    assert (after.last_used, after.stale, after.value) == (2.0, True, {'x': 1})
+    assert working_set.items() == [after]
+    with pytest.raises(AttributeError):
+        after.last_used = 3.0
+    put(working_set, 'a', 0.9, now=3.0)
+    put(working_set, 'b', 0.9, now=4.0)           # 'pose' goes, as it was last used
+    assert working_set.evicted_item('pose') == after
+    assert working_set.evicted_items() == [after]
 
 
 def test_an_evicted_key_put_again_and_still_lowest_is_not_evicted_twice():
@@ -572,6 +612,18 @@ class WorkingSetMachine(RuleBasedStateMachine):
         assert all(item.last_used <= now for item in self.working_set.items())
 
 
+@dataclass(frozen=True, slots=True)
+class ImportanceLRUByHeap(ImportanceLRU):
+    """ImportanceLRU's order through the generic heap ranking (only the exact class gets levels)."""
+
+
+class ImportanceLRUByHeapMachine(WorkingSetMachine):
+    """The same checks with ImportanceLRU's keys ranked by the heap, as any other policy is."""
+
+    def make_policy(self):
+        return ImportanceLRUByHeap(), importance_then_recency
+
+
 class HalfLifeBlendMachine(WorkingSetMachine):
     """The same checks with the half-life policy (its model uses effective times)."""
 
@@ -582,5 +634,7 @@ class HalfLifeBlendMachine(WorkingSetMachine):
 MACHINE_SETTINGS = settings(max_examples=150, stateful_step_count=40, deadline=None)
 TestWorkingSetMatchesReference = WorkingSetMachine.TestCase
 TestWorkingSetMatchesReference.settings = MACHINE_SETTINGS
+TestImportanceLRUByHeapMatchesReference = ImportanceLRUByHeapMachine.TestCase
+TestImportanceLRUByHeapMatchesReference.settings = MACHINE_SETTINGS
 TestHalfLifeBlendMatchesReference = HalfLifeBlendMachine.TestCase
 TestHalfLifeBlendMatchesReference.settings = MACHINE_SETTINGS

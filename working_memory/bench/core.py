@@ -139,6 +139,11 @@ class LRUBaseline:
 IMPLEMENTATIONS = {'ours': Ours, 'seed': SeedMinScan, 'cachetools': LRUBaseline}
 
 
+def victim_keys(records):
+    """Return the evicted keys of our eviction records (read outside the timed loops)."""
+    return [record.key for record in records]
+
+
 @contextmanager
 def no_gc():
     """Keep the cyclic collector out of timed loops (as `timeit` does)."""
@@ -225,7 +230,7 @@ def measure_capacity(capacity, ops):
         results['evict'][name], victims[name] = time_churn(target, workload, churn_ops, clock)
     # The seed port must forget exactly what we forget, or the comparison is meaningless.
     # Our records become keys here, outside the timed loop: the records are what a put returns.
-    ours = [[record.key for record in records] for records in victims['ours'][:seed_ops]]
+    ours = [victim_keys(records) for records in victims['ours'][:seed_ops]]
     if victims['seed'] != ours:
         raise RuntimeError(
             f'capacity {capacity}: seed port and WorkingSet evicted different items')

@@ -277,7 +277,9 @@ class WorkingSet:
             effective = self._time.observe(now)
             if stamp is None:
                 stamp = float(now)
-        if exempt is not True:
+        if exempt is False:
+            exempt = key.startswith(self._exempt_prefixes)
+        elif exempt is not True:
             exempt = bool(exempt) or key.startswith(self._exempt_prefixes)
         self._seq = seq = self._seq + 1
         slots = self._slots

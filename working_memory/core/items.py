@@ -58,10 +58,10 @@ def json_size(value: Any) -> int:
     Raises TypeError or ValueError (NaN, Infinity) as the encoder does.
     """
     cls = value.__class__
-    if cls is int:
-        return len(int.__repr__(value))  # the encoder writes int.__repr__ (ValueError if huge)
-    if cls is float and -math.inf < value < math.inf:
-        return len(float.__repr__(value))
+    # The encoder writes int.__repr__ and float.__repr__, which repr() calls for these exact
+    # classes (a huge int raises ValueError, as in the encoder).
+    if cls is int or (cls is float and -math.inf < value < math.inf):
+        return len(repr(value))
     if cls is str:
         return len(encode_basestring_ascii(value))
     if value is None or cls is bool:
