@@ -13,8 +13,8 @@ from typing import Any, Iterable, NamedTuple, Protocol
 
 from working_memory.core.checks import check_int, is_finite_number
 from working_memory.core.items import Item, Source, check_importance, json_size
-from working_memory.core.ranking import (EXEMPT, IMPORTANCE, ITEM, KEY, LAST_USED, NUMBER, OUT,
-                                         RECORD, SEQ, SIZE, STALE, HeapRanking, LevelRanking)
+from working_memory.core.ranking import (EXEMPT, HeapRanking, IMPORTANCE, ITEM, KEY, LAST_USED,
+                                         LevelRanking, NUMBER, OUT, RECORD, SEQ, SIZE, STALE)
 from working_memory.core.timebase import TimeBase
 
 CAPACITY = 'capacity'
@@ -548,7 +548,6 @@ class WorkingSet:
             ranking.restore(slot)
             if full:
                 self._evict_lowest(CAPACITY, records, stamp)
-
 
     def _prune_removed_numbers(self) -> None:
         """Forget the removed keys whose latest eviction has left the log."""

@@ -147,8 +147,8 @@ class LevelRanking:
     def _lowest_of(level: _Level) -> list | None:
         returned = level.first_return()
         for slot in level.used.values():
-            if returned is None or (slot[LAST_USED], slot[SEQ]) < (returned[LAST_USED],
-                                                                    returned[SEQ]):
+            if returned is None or ((slot[LAST_USED], slot[SEQ])
+                                    < (returned[LAST_USED], returned[SEQ])):
                 return slot
             break
         return returned
