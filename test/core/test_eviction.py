@@ -2,6 +2,7 @@
 
 import math
 import random
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import event, settings, strategies as st
@@ -10,6 +11,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from working_memory.core.eviction import (
     EvictionRecord, HalfLifeBlend, ImportanceLRU, Settlement, WorkingSet)
 from working_memory.core.items import Source, json_size
+from working_memory.core.ranking import HeapRanking
 from working_memory.core.timebase import TimeBase
 
 
@@ -207,6 +209,45 @@ def test_eviction_log_is_bounded_and_last_eviction_answers_within_it():
         tick=5, key='k4', importance=0.5, last_used=4.0, reason='capacity', stamp=5.0)
 
 
+def test_last_eviction_outlives_readmission_and_removal_while_in_the_log():
+    working_set = WorkingSet(capacity=1, log_limit=4)
+    put(working_set, 'keep', 0.9, now=0.0)
+    put(working_set, 'low', 0.1, now=1.0)
+    record = working_set.last_eviction('low')
+    assert record.key == 'low' and working_set.eviction_of('low') is record
+    working_set.remove('keep')
+    working_set.settle(['low'])                  # room again: back, the record stays known
+    assert 'low' in working_set and working_set.eviction_of('low') is None
+    assert working_set.last_eviction('low') is record
+    working_set.remove('low')
+    assert working_set.last_eviction('low') is record
+    put(working_set, 'low', 0.1, now=2.0)         # a new item of the same key
+    assert working_set.last_eviction('low') is record
+    for i in range(4):                            # four later evictions push it out of the log
+        put(working_set, f'new{i}', 0.05, now=3.0 + i)
+    assert working_set.last_eviction('low') is None
+    assert evicted_keys(working_set.eviction_log) == ['new0', 'new1', 'new2', 'new3']
+
+
+def test_items_made_on_demand_read_the_latest_state_and_stay_immutable():
+    working_set = WorkingSet(capacity=2)
+    put(working_set, 'pose', 0.5, now=1.0, value={'x': 1})
+    before = working_set.get('pose')
+    assert working_set.get('pose') is before      # made once while nothing changes
+    working_set.touch('pose', now=2.0)
+    working_set.mark_stale('pose')
+    after = working_set.get('pose')
+    assert (before.last_used, before.stale) == (1.0, False)
+    assert (after.last_used, after.stale, after.value) == (2.0, True, {'x': 1})
+    assert working_set.items() == [after]
+    with pytest.raises(AttributeError):
+        after.last_used = 3.0
+    put(working_set, 'a', 0.9, now=3.0)
+    put(working_set, 'b', 0.9, now=4.0)           # 'pose' goes, as it was last used
+    assert working_set.evicted_item('pose') == after
+    assert working_set.evicted_items() == [after]
+
+
 def test_an_evicted_key_put_again_and_still_lowest_is_not_evicted_twice():
     working_set = WorkingSet(capacity=1, log_limit=2)
     put(working_set, 'keep', 0.9, now=0.0)
@@ -248,8 +289,17 @@ def test_a_candidate_competes_with_the_rank_of_its_last_use():
     assert evicted_keys(put(working_set, 'newest', 0.5, now=3.0)) == ['old']
 
 
-def test_many_touches_keep_the_heap_bounded_and_the_order_exact():
-    working_set = WorkingSet(capacity=50)
+def held_entries(working_set):
+    """Return how many entries the working set's ranking holds, stale ones included."""
+    ranking = working_set._ranking
+    if isinstance(ranking, HeapRanking):
+        return len(ranking._heap)
+    return sum(len(level.used) + len(level.returns) for level in ranking._levels.values())
+
+
+@pytest.mark.parametrize('policy', [ImportanceLRU(), HalfLifeBlend(half_life_s=4.0)])
+def test_many_touches_keep_the_ranking_bounded_and_the_order_exact(policy):
+    working_set = WorkingSet(capacity=50, policy=policy)
     keys = [f'k{i}' for i in range(50)]
     for now, key in enumerate(keys):
         put(working_set, key, 0.5, now=float(now))
@@ -260,7 +310,7 @@ def test_many_touches_keep_the_heap_bounded_and_the_order_exact():
         working_set.touch(key, now=float(now))
         last_touch[key] = now
         # Stale heap entries are compacted away instead of piling up with every touch.
-        assert len(working_set._heap) <= 2 * len(keys) + 64
+        assert held_entries(working_set) <= 2 * len(keys) + 64
     expected = sorted(keys, key=lambda key: last_touch.get(key, keys.index(key)))
     assert evicted_keys(working_set.set_limits(1, None)) == expected[:-1]
 
@@ -562,6 +612,18 @@ class WorkingSetMachine(RuleBasedStateMachine):
         assert all(item.last_used <= now for item in self.working_set.items())
 
 
+@dataclass(frozen=True, slots=True)
+class ImportanceLRUByHeap(ImportanceLRU):
+    """ImportanceLRU's order through the generic heap ranking (only the exact class gets levels)."""
+
+
+class ImportanceLRUByHeapMachine(WorkingSetMachine):
+    """The same checks with ImportanceLRU's keys ranked by the heap, as any other policy is."""
+
+    def make_policy(self):
+        return ImportanceLRUByHeap(), importance_then_recency
+
+
 class HalfLifeBlendMachine(WorkingSetMachine):
     """The same checks with the half-life policy (its model uses effective times)."""
 
@@ -572,5 +634,7 @@ class HalfLifeBlendMachine(WorkingSetMachine):
 MACHINE_SETTINGS = settings(max_examples=150, stateful_step_count=40, deadline=None)
 TestWorkingSetMatchesReference = WorkingSetMachine.TestCase
 TestWorkingSetMatchesReference.settings = MACHINE_SETTINGS
+TestImportanceLRUByHeapMatchesReference = ImportanceLRUByHeapMachine.TestCase
+TestImportanceLRUByHeapMatchesReference.settings = MACHINE_SETTINGS
 TestHalfLifeBlendMatchesReference = HalfLifeBlendMachine.TestCase
 TestHalfLifeBlendMatchesReference.settings = MACHINE_SETTINGS

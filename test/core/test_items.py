@@ -1,8 +1,10 @@
 """Value types: validation with messages that name the field, JSON size, staleness."""
 
+import json
 import math
 
 import pytest
+from hypothesis import given, strategies as st
 
 from working_memory.core.items import BoardEntry, Event, EventKind, json_size
 
@@ -10,6 +12,22 @@ from working_memory.core.items import BoardEntry, Event, EventKind, json_size
 def test_json_size_is_the_compact_utf8_byte_length():
     assert json_size({'b': 1, 'a': [1, 2]}) == len('{"a":[1,2],"b":1}')
     assert json_size('é') == len('"\\u00e9"')
+
+
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text()
+JSON_VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
+                           | st.dictionaries(st.text(max_size=5), inner, max_size=4), max_leaves=12)
+
+
+@given(JSON_VALUES)
+def test_json_size_equals_the_compact_encoders_length_or_raises_like_it(value):
+    try:
+        expected = len(json.dumps(value, separators=(',', ':'), sort_keys=True, allow_nan=False))
+    except ValueError:   # NaN or Infinity somewhere: not JSON
+        with pytest.raises(ValueError):
+            json_size(value)
+        return
+    assert json_size(value) == expected
 
 
 @pytest.mark.parametrize('importance', [-0.1, 1.5, math.nan, math.inf, '0.5', True])

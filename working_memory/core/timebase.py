@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 from working_memory.core.checks import is_finite_number
+
+_INF = math.inf
 
 
 class TimeBase:
@@ -71,6 +75,15 @@ class TimeBase:
 
     def observe(self, now: float) -> float:
         """Record ROS time `now` [s] and return the effective time [s] for it."""
+        last_ros = self._last_ros
+        if now.__class__ is float and last_ros is not None and last_ros <= now < _INF:
+            # The common case, time going forward, without the general checks below.
+            self._last_ros = now
+            effective = now + self._offset
+            if effective < self._last_effective:
+                effective = self._last_effective
+            self._last_effective = effective
+            return effective
         if not is_finite_number(now):
             raise ValueError(f'now: must be a finite time in seconds, got {now!r}')
         if self._last_ros is not None and now < self._last_ros:
