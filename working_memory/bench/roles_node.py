@@ -275,6 +275,14 @@ class PlainAssemble(Node):
         self.create_service(Assemble, service, lambda request, response: self._response)
 
 
+def complete(data: bytes) -> bool:
+    """Return True when every pack of a serialized frame holds items and one has a window."""
+    frame = deserialize_message(data, ContextFrame)
+    return (bool(frame.packs) and all(pack.items for pack in frame.packs)
+            and any(pack.map_window_digest or pack.nearby_map.info.width
+                    for pack in frame.packs))
+
+
 def capture(frame_file: str, response_prefix: str, service: str, cabins: list[str],
             timeout_s: float) -> dict:
     """Save one frame and each cabin's Assemble response, serialized; return their sizes."""
@@ -287,12 +295,15 @@ def capture(frame_file: str, response_prefix: str, service: str, cabins: list[st
     while not frames and time.monotonic() < deadline:
         executor.spin_once(timeout_sec=0.1)
     # The load re-publishes the mission every second: after a few seconds every cabin's
-    # pack holds what the benchmark's manifests select (the map window included).
+    # pack holds what the benchmark's manifests select; wait on until a frame's packs
+    # all hold items and one names its map window (the pose and map have arrived), so
+    # every run captures the same content and the baselines compare like with like.
     settled = time.monotonic() + CAPTURE_SETTLE_S
-    while time.monotonic() < min(settled, deadline):
+    while time.monotonic() < deadline and (time.monotonic() < settled
+                                           or not frames or not complete(frames[-1])):
         executor.spin_once(timeout_sec=0.1)
-    if not frames:
-        raise RuntimeError(f'no frame on {FRAME_TOPIC} within {timeout_s} s')
+    if not frames or not complete(frames[-1]):
+        raise RuntimeError(f'no complete frame on {FRAME_TOPIC} within {timeout_s} s')
     with open(frame_file, 'wb') as stream:
         stream.write(frames[-1])
     client = node.create_client(Assemble, service)
