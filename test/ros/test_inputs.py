@@ -71,3 +71,16 @@ def test_the_intake_fast_path_builds_the_same_board_as_the_checked_one():
         e.effective_stamp for e in plain.view().entries.values()]
     # The entries the fast path made are the ones the board keeps (no copy).
     assert checked.view().entries['c'] is fast.entries[0]
+
+
+@pytest.mark.parametrize('text', ['[' * 65 + ']' * 65, '{"a":' * 65 + '1' + '}' * 65,
+                                  '[' * 5000 + ']' * 5000])
+@pytest.mark.parametrize('frozen', [False, True])
+def test_a_value_nested_too_deeply_is_a_clear_error_on_both_paths(text, frozen):
+    with pytest.raises(ValueError, match='nested deeper than 64'):
+        json_field(text, 'board value', frozen)
+
+
+def test_a_value_nested_64_deep_is_taken():
+    assert json_field('[' * 64 + ']' * 64, 'v', frozen=True) == deep_freeze(
+        json.loads('[' * 64 + ']' * 64))

@@ -114,3 +114,22 @@ def test_truncated_bytes_are_a_clear_error(cut):
     data = serialize_message(sample())
     with pytest.raises(ValueError, match='BoardUpdate|does not fit'):
         board_update(data[:cut])
+
+
+def test_strings_read_as_rclpy_reads_them_a_nul_ends_one_and_length_zero_is_empty():
+    msg = sample()
+    msg.entries[0].key = 'ab'
+    data = bytearray(encode(msg, '<'))
+    at = data.index(b'ab\x00')
+    data[at + 1] = 0             # 'a\0\0': the text ends at its first NUL
+    assert board_update(bytes(data)).entries[0].key == 'a'
+    # Stamp, then a frame_id of length 0 (no NUL at all: empty, as Fast CDR reads it), then
+    # no entries and no removed keys.
+    empty = b'\x00\x01\x00\x00' + struct.pack('<iIIII', 5, 6, 0, 0, 0)
+    update = board_update(empty)
+    assert update.header == ((5, 6), '') and update.entries == [] and update.removed_keys == []
+
+
+def test_bytes_neither_reader_can_read_are_a_clear_error():
+    with pytest.raises(ValueError, match='rclpy cannot read it either'):
+        board_update_from_bytes(b'\x00\x07\x00\x00garbage')

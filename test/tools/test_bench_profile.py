@@ -49,3 +49,11 @@ def test_a_frame_name_drops_the_directory_and_line():
 def test_a_line_without_a_sample_count_is_an_error():
     with pytest.raises(ValueError, match='line 1'):
         parse_raw('a (x.py:1);b (y.py:2)\n')
+
+
+def test_only_a_leading_thread_or_process_marker_is_left_out():
+    profile = parse_raw('process 12:"python node";main (a.py:1);process (b.py:2) 3\n'
+                        'thread (0x7F01);main (a.py:1) 1\n')
+    assert profile.self_counts['process (b.py)'] == 3
+    assert profile.total_counts['main (a.py)'] == 4
+    assert not any(name.startswith(('thread', 'process 12')) for name in profile.total_counts)

@@ -16,6 +16,7 @@ from itertools import zip_longest
 
 # A frame as py-spy writes it: `function (path:line)`; the line is left out of the key.
 ENTRY_SHARE = 0.95
+_MARKER = re.compile(r'^(thread \(0x[0-9A-Fa-f]+\)|process \d+:)')
 _FRAME = re.compile(r'^(?P<function>.*?) \((?P<path>[^()]*?)(?::\d+)?\)$')
 
 
@@ -58,10 +59,12 @@ def parse_raw(text: str) -> Profile:
         if not count.isdigit():
             raise ValueError(f'line {number}: expected "<frames> <count>", got {line!r}')
         weight = int(count)
-        # py-spy puts the thread first ("thread (0x7f..)" / "process 12:..."): not a function.
-        # A stack it could not read comes out empty: counted, as (unknown).
-        frames = [function_name(f) for f in stack.split(';')
-                  if f.strip() and not f.startswith(('thread (', 'process '))] or ['(unknown)']
+        # With --threads / --subprocesses py-spy puts the thread or process first: not a
+        # function. A stack it could not read comes out empty: counted, as (unknown).
+        parts = [f for f in stack.split(';') if f.strip()]
+        if parts and _MARKER.match(parts[0]):
+            parts = parts[1:]
+        frames = [function_name(f) for f in parts] or ['(unknown)']
         samples += weight
         self_counts[frames[-1]] += weight
         for name in dict.fromkeys(frames):   # once per sample, in stack order

@@ -81,10 +81,10 @@ class BoardSnapshot:
 
         A key both set and removed by the same update is a contradiction and
         raises ValueError, as does anything that is not a BoardEntry; nothing
-        is applied then. `checked`: the entries are new objects (the board
-        places them in time itself) whose values are strict JSON and deeply
-        frozen already (the node's intake parses them so), so they are kept as
-        they are rather than checked and copied.
+        is applied then. `checked`: the entries are new objects nobody else
+        holds (the board sets their effective_stamp in place) whose values are
+        strict JSON and deeply frozen already (the node's intake parses them
+        so), so they are kept as they are rather than checked and copied.
         """
         entries = list(entries)
         removed_keys = list(removed_keys)

@@ -444,8 +444,11 @@ def board_update_from_bytes(data: bytes) -> Any:
     """
     try:
         return board_update(data)
-    except UnknownEncoding:
-        return deserialize_message(data, BoardUpdate)
+    except UnknownEncoding as unknown:
+        try:
+            return deserialize_message(data, BoardUpdate)
+        except Exception as error:   # rclpy raises its own RMW errors
+            raise ValueError(f'{unknown}, and rclpy cannot read it either: {error}') from None
 
 
 def publication(info: Mapping[str, Any]) -> tuple[bytes, int | None]:

@@ -54,6 +54,9 @@ def _finite_float(text: str) -> float:
     return number
 
 
+# Deepest nesting of arrays and objects a value may have: deeper ones are refused (the
+# core's recursive freezing and encoding stay far from Python's recursion limit).
+MAX_DEPTH = 64
 # Made once: json.loads with hooks builds a decoder per call.
 _STRICT = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
 _STRICT_FROZEN = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float,
@@ -64,15 +67,33 @@ def json_field(text: str, what: str, frozen: bool = False) -> Any:
     """Parse strict JSON `text` (RFC 8259: no NaN, Infinity, -Infinity); ValueError names `what`.
 
     `frozen`: the value comes deeply immutable, as `core.frozen.deep_freeze` makes it.
+    A value nested deeper than MAX_DEPTH arrays and objects is refused.
     """
     try:
-        if not frozen:
-            return _STRICT.decode(text)
-        value = _STRICT_FROZEN.decode(text)
-        # Objects come frozen from the parser; only arrays are left to turn into tuples.
-        return deep_freeze(value) if '[' in text else value
+        value = (_STRICT_FROZEN if frozen else _STRICT).decode(text)
+    except RecursionError:
+        raise ValueError(f'{what}: nested deeper than {MAX_DEPTH} levels') from None
     except ValueError as error:
         raise ValueError(f'{what}: not valid JSON ({error}): {text[:80]!r}') from None
+    # Counting brackets is cheap; only a text that could be that deep is walked.
+    if text.count('[') + text.count('{') > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise ValueError(f'{what}: nested deeper than {MAX_DEPTH} levels')
+    if frozen and '[' in text:
+        # Objects come frozen from the parser; only arrays are left to turn into tuples.
+        return deep_freeze(value)
+    return value
+
+
+def _depth(value: Any) -> int:
+    """Return how deeply arrays and objects nest in a parsed JSON value (a scalar: 0)."""
+    depth, level = 0, [value]
+    while True:
+        containers = [node for node in level if isinstance(node, (dict, list, tuple))]
+        if not containers:
+            return depth
+        depth += 1
+        level = [child for node in containers
+                 for child in (node.values() if isinstance(node, dict) else node)]
 
 # -- board -----------------------------------------------------------------
 

@@ -683,9 +683,11 @@ def make_executor(context=None, kind: str = 'single') -> Executor:
     (2 shared cores, 100 Hz ticks) it kept 95-98 ticks/s (max gap 32 ms); a
     MultiThreadedExecutor with ingestion, tick and service callback groups kept
     92-94 ticks/s (max gap 47 ms): threads only add GIL hand-overs. Board and log
-    never wake it (spin.Intake). `events` is rclpy's experimental EventsExecutor
-    (a C++ event queue, no wait set rebuilt per wake-up); BENCHMARKS.md compares
-    the two. A hung or never-reading service client stalls neither.
+    never wake it (spin.Intake); a hung or never-reading service client does not
+    stall it. `events` is rclpy's experimental EventsExecutor (a C++ event queue, no
+    wait set rebuilt per wake-up: less CPU and jitter), but it serves callbacks in
+    arrival order, so a flood of service requests holds the tick back; BENCHMARKS.md
+    compares the two.
     """
     if kind == 'events':
         return EventsExecutor(context=context)

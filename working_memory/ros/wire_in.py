@@ -8,7 +8,8 @@ with the update afterwards. The result has the attributes `ros/inputs.py` reads
 
 The layout is CDR (XCDR1) as `ros/wire.py` describes it, little or big endian; any
 other encapsulation raises `UnknownEncoding`, and the caller deserializes with
-rclpy instead. Truncated or malformed bytes raise ValueError.
+rclpy instead. Strings read as rclpy reads them (a length 0 is empty, a NUL ends the
+text). Truncated or malformed bytes raise ValueError.
 `test/ros/test_wire_in.py` reads generated updates serialized by rclpy.
 """
 
@@ -77,10 +78,13 @@ def board_update(data: bytes) -> Update:
         at += -at % 4
         (length,) = u32(data, at)
         start, end = at + 4, at + 4 + length
-        if length < 1 or end > size or data[end - 1] != 0:
+        if end > size or (length and data[end - 1] != 0):
             raise ValueError(f'a string of {length} bytes at {at} does not fit the message')
         at = end
-        return data[start:end - 1].decode()
+        text = data[start:end - 1] if length else b''
+        # A C string, as rclpy reads it: up to its first NUL.
+        nul = text.find(0)
+        return (text if nul < 0 else text[:nul]).decode()
 
     def strings() -> list[str]:
         nonlocal at
