@@ -45,8 +45,10 @@ def check_strict(msg, where='msg'):
 def test_non_finite_json_is_rejected_counted_and_named_and_the_rest_applies(start_memory):
     node, probe = start_memory()
     probe.wait_matched(probe.board, probe.log)
+    # The last one is valid JSON nested 5000 deep: refused too (it used to end the node).
     bad = {'reading:nan': '{"x": NaN}', 'reading:inf': '{"v": Infinity}',
-           'reading:minus': '[1, -Infinity]', 'reading:huge': '1e999'}
+           'reading:minus': '[1, -Infinity]', 'reading:huge': '1e999',
+           'reading:deep': '[' * 5000 + ']' * 5000}
     update = BoardUpdate(entries=[BoardEntryMsg(key=key, value=text, importance=math.nan)
                                   for key, text in bad.items()]
                          + [BoardEntryMsg(key='reading:ok', value='{"x": 1.5}',
@@ -56,13 +58,13 @@ def test_non_finite_json_is_rejected_counted_and_named_and_the_rest_applies(star
                                importance=math.nan))
     frame = probe.wait_frame(lambda f: any(i.key == 'reading:ok' for i in f.packs[0].items))
     assert not any(item.key in bad for pack in frame.packs for item in pack.items)
-    status = probe.status('inputs', lambda s: probe.values(s)['board.rejected'] == '4'
+    status = probe.status('inputs', lambda s: probe.values(s)['board.rejected'] == '5'
                           and probe.values(s)['log.rejected'] == '1')
     values = probe.values(status)
-    assert "'reading:huge': value: not valid JSON" in values['board.last_rejection']
+    assert "'reading:deep': value: nested deeper than 64 levels" in values['board.last_rejection']
     assert "'slip': detail: not valid JSON (NaN is not a JSON number" in (
         values['log.last_rejection'])
-    assert status.level == b'\x01' and 'board: 4 rejected' in status.message
+    assert status.level == b'\x01' and 'board: 5 rejected' in status.message
 
 
 def test_everything_published_parses_with_a_strict_parser(start_memory):
