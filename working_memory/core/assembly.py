@@ -264,9 +264,7 @@ class Assembler:
         selection.withheld = sorted(cabin.withheld, key=positions.__getitem__)
         selection.board_absent = dict(cabin.absent)
         selection.missing = {key: cabin.absent[key].at(now) for key in cabin.stale}
-        include = cabin.include
-        exclude = frozenset(manifest.tags.exclude)
-        self._select_events(selection, log, now, include, exclude)
+        self._select_events(selection, log, now, cabin.include, cabin.exclude)
         if manifest.map.enabled and not manifest.drops.map:
             selection.map_window = self._map_window(selection, view, grid, now, robot, windows)
         return selection
@@ -515,11 +513,12 @@ class Assembler:
         self._require_events(selection, events, log, now)
         self._report_drops(selection)
         absent = {**selection.board_absent, **selection.event_absent}
+        absent_sorted = [absent[key] for key in sorted(absent)]
         served = [item.key for item in items] + [event_item_key(event) for event in events]
         returned = [r for r in map(ws.readmission, served) if r is not None]
         return make_pack(selection.manifest.name, tick, stamp, items, events,
                          selection.map_window, sorted(selection.missing.values(), key=_by_key),
-                         sorted(absent.values(), key=_by_key), effective=now,
+                         absent_sorted, effective=now,
                          readmitted=sorted(returned, key=lambda r: r.key),
                          encodings=self._encodings)
 

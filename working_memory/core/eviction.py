@@ -342,14 +342,7 @@ class WorkingSet:
 
     def touch(self, key: str, now: float) -> None:
         """Mark `key` as used at `now` [s]; raise KeyError when it is not present."""
-        slot = self._slots.get(key)
-        if slot is None or slot[OUT]:
-            raise KeyError(f'touch: key {key!r} is not in the working set')
-        slot[LAST_USED] = self._time.observe(now)
-        slot[ITEM] = None
-        if not slot[EXEMPT]:
-            self._seq = slot[SEQ] = self._seq + 1
-            self._ranking.use(slot)
+        self.touch_many((key,), now)
 
     def touch_many(self, keys: Iterable[str], now: float) -> None:
         """Mark each of `keys` used at `now` [s], in order (as `touch` one after the other)."""
@@ -438,6 +431,8 @@ class WorkingSet:
 
     def evicted_items(self) -> list[Item]:
         """Return the items evicted and not since readmitted."""
+        if len(self._slots) == self._present:   # none: no scan (the assembler asks per tick)
+            return []
         return [slot[ITEM] or _item(slot) for slot in self._slots.values() if slot[OUT]]
 
     def eviction_of(self, key: str) -> EvictionRecord | None:

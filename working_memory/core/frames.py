@@ -192,10 +192,6 @@ class ItemEncodings:
         self._events_kept: dict[int, tuple[Event, bytes]] = {}
         self._events_used: dict[int, tuple[Event, bytes]] = {}
 
-    def encoding(self, item: Item) -> bytes:
-        """Return the item's canonical encoding, reused while its content objects are the same."""
-        return self.framed(item)[8:]
-
     def framed(self, item: Item) -> bytes:
         """Return the item's encoding with its length prefix (as the digest hashes it)."""
         key = item.key

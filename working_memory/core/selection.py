@@ -92,6 +92,11 @@ class CabinBoard:
         """The include tags in force: the manifest's and the fresh goals' (after `update`)."""
         return self._include or frozenset()
 
+    @property
+    def exclude(self) -> frozenset[str]:
+        """The manifest's exclude tags."""
+        return self._exclude
+
     def update(self, mirror: Mapping[str, BoardEntry],
                changes: Mapping[str, BoardEntry | None] | None, now: float) -> None:
         """Apply the changed keys (`changes` None: everything in `mirror`) at effective `now`."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import array
 import dataclasses
-import json
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -47,7 +46,7 @@ from working_memory.ros.inputs import (BoardBatch, board_batch_from_msg,  # noqa
                                        seconds_from_duration, seconds_from_time)
 from working_memory.ros.params import (ParamSpec, ParamType, check_value, coerce,
                                        param_spec)
-from working_memory.ros.wire import FrameEncoder
+from working_memory.ros.wire import CANONICAL_JSON, FrameEncoder, nanoseconds
 from working_memory.ros.wire_in import UnknownEncoding, board_update
 
 # -- time ------------------------------------------------------------------
@@ -55,8 +54,8 @@ from working_memory.ros.wire_in import UnknownEncoding, board_update
 
 def time_from_seconds(seconds: float) -> Time:
     """Return float seconds [s] as a builtin_interfaces/Time (clamped at 0)."""
-    nanoseconds = max(0, round(seconds * 1e9))
-    return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+    sec, nanosec = nanoseconds(seconds)
+    return Time(sec=sec, nanosec=nanosec)
 
 # -- log -------------------------------------------------------------------
 
@@ -93,7 +92,7 @@ def grid_msg_from_window(window: MapWindow | None, map_frame: str, stamp: float)
 
 def json_text(value: Any) -> str:
     """Return the canonical compact strict JSON text of a value (ValueError on NaN, Infinity)."""
-    return json.dumps(value, sort_keys=True, separators=(',', ':'), allow_nan=False)
+    return CANONICAL_JSON.encode(value)
 
 
 def working_item_msg(item: Item, pack: Pack) -> WorkingItem:
@@ -466,8 +465,8 @@ def publication(info: Mapping[str, Any]) -> tuple[bytes, int | None]:
 
 def duration_from_seconds(seconds: float) -> Duration:
     """Return float seconds [s] as a builtin_interfaces/Duration (clamped at 0)."""
-    nanoseconds = max(0, round(seconds * 1e9))
-    return Duration(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+    sec, nanosec = nanoseconds(seconds)
+    return Duration(sec=sec, nanosec=nanosec)
 
 
 def board_entry_msg(entry: BoardEntry) -> BoardEntryMsg:

@@ -36,11 +36,10 @@ class WindowTopics:
     def publish(self, frame: Frame) -> int:
         """Publish the windows of `frame` that changed since last published; return how many."""
         changed = self._book.changed(frame)
-        for cabin, digest, window in changed:
-            publisher = self._publishers.get(cabin)
-            if publisher is not None:
-                publisher.publish(map_window_msg(cabin, digest, window, self._map_frame,
-                                                 frame.tick, frame.stamp))
+        for cabin, digest, window in changed:   # the frame's cabins are the publishers'
+            self._publishers[cabin].publish(map_window_msg(cabin, digest, window,
+                                                           self._map_frame, frame.tick,
+                                                           frame.stamp))
         return len(changed)
 
     def destroy(self) -> None:

@@ -29,7 +29,8 @@ from working_memory.core.items import Event, EventKind, Item, Missing, MissingRe
 from working_memory.core.windows import window_digest
 
 ENCAPSULATION = b'\x00\x01\x00\x00'   # CDR little endian, no options
-_JSON = json.JSONEncoder(sort_keys=True, separators=(',', ':'), allow_nan=False)
+# The canonical compact strict JSON of every value text (conversions.json_text too).
+CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(',', ':'), allow_nan=False)
 _U32 = struct.Struct('<I')
 _TIME = struct.Struct('<iI')
 _F64 = struct.Struct('<d')
@@ -259,7 +260,7 @@ class FrameEncoder:
         piece = Writer()
         piece.offset = phase
         piece.string(cdr_string(item.key))
-        piece.string(cdr_string(_JSON.encode(item.value)))
+        piece.string(cdr_string(CANONICAL_JSON.encode(item.value)))
         piece.string(self._string(item.source.value))
         piece.put(_ITEM_TAIL.pack(item.importance, 0, 0, item.stale, item.exempt), 8)
         return b''.join(piece.parts[1:])
@@ -271,7 +272,8 @@ class FrameEncoder:
         piece.put(bytes((self._kind_codes[event.kind],)))
         piece.string(cdr_string(event.source))
         piece.string(cdr_string(event.key))
-        piece.string(cdr_string('' if event.detail is None else _JSON.encode(event.detail)))
+        detail = '' if event.detail is None else CANONICAL_JSON.encode(event.detail)
+        piece.string(cdr_string(detail))
         piece.count(len(event.tags))
         for tag in event.tags:
             piece.string(cdr_string(tag))
