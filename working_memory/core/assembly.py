@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import fnmatch
 import threading
+from itertools import chain
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -78,11 +79,17 @@ class _Selection:
     board_sorted: list[str] = field(default_factory=list)          # its keys, sorted
     events: dict[str, Event] = field(default_factory=dict)  # item key -> event, oldest first
     touched: set[str] = field(default_factory=set)  # board keys whose selection changed
-    stale: list[str] = field(default_factory=list)
+    stale: Mapping[str, None] = field(default_factory=dict)   # read only
+    stale_notes: tuple[AbsentNote, ...] = ()                  # their notes, sorted by key
     withheld: list[str] = field(default_factory=list)  # keys removed by injected drops
-    # Selected but not served, per key: board keys and event items kept apart for required globs.
-    board_absent: dict[str, AbsentNote] = field(default_factory=dict)
+    # Selected but not served, per key: board keys and event items kept apart for required
+    # globs. The cabin's board notes (read only, and sorted by key) are kept across ticks; the
+    # served keys found evicted are noted apart.
+    board_absent: Mapping[str, AbsentNote] = field(default_factory=dict)
+    board_absent_sorted: tuple[AbsentNote, ...] = ()
+    evicted_absent: dict[str, AbsentNote] = field(default_factory=dict)
     event_absent: dict[str, AbsentNote] = field(default_factory=dict)
+    # Missing entries other than the stale keys' (made from stale_notes when the pack is).
     missing: dict[str, Missing] = field(default_factory=dict)
     map_window: MapWindow | None = None
 
@@ -259,11 +266,12 @@ class Assembler:
         selection.board = cabin.served
         selection.board_sorted = cabin.served_sorted
         selection.touched = cabin.touched
-        selection.stale = list(cabin.stale)
+        selection.stale = cabin.stale
+        selection.stale_notes = cabin.stale_sorted
         positions = self._positions
         selection.withheld = sorted(cabin.withheld, key=positions.__getitem__)
-        selection.board_absent = dict(cabin.absent)
-        selection.missing = {key: cabin.absent[key].at(now) for key in cabin.stale}
+        selection.board_absent = cabin.absent
+        selection.board_absent_sorted = cabin.absent_sorted
         self._select_events(selection, log, now, cabin.include, cabin.exclude)
         if manifest.map.enabled and not manifest.drops.map:
             selection.map_window = self._map_window(selection, view, grid, now, robot, windows)
@@ -505,19 +513,18 @@ class Assembler:
                 items.append(item)
         events = [event for key, event in selection.events.items() if key in ws]
         for key in evicted:
-            selection.board_absent[key] = self._evicted(key, now)
+            selection.evicted_absent[key] = self._evicted(key, now)
         for key in selection.events:
             if key not in ws:
                 selection.event_absent[key] = self._evicted(key, now)
         self._require_board(selection, items, now)
         self._require_events(selection, events, log, now)
         self._report_drops(selection)
-        absent = {**selection.board_absent, **selection.event_absent}
-        absent_sorted = [absent[key] for key in sorted(absent)]
+        absent_sorted = _absent_sorted(selection)
         served = [item.key for item in items] + [event_item_key(event) for event in events]
         returned = [r for r in map(ws.readmission, served) if r is not None]
         return make_pack(selection.manifest.name, tick, stamp, items, events,
-                         selection.map_window, sorted(selection.missing.values(), key=_by_key),
+                         selection.map_window, _missing_sorted(selection, now),
                          absent_sorted, effective=now,
                          readmitted=sorted(returned, key=lambda r: r.key),
                          encodings=self._encodings)
@@ -557,20 +564,23 @@ class Assembler:
                 # An exact key: no need to match it against every served and absent key.
                 if pattern in selection.board and pattern in ws:
                     continue
-                note = selection.board_absent.get(pattern)
+                note = (selection.evicted_absent.get(pattern)
+                        or selection.board_absent.get(pattern))
                 absent = [] if note is None else [note.at(now)]
             else:
                 if any(fnmatch.fnmatchcase(item.key, pattern) for item in items):
                     continue
                 # In board order, the evicted after the others (as the pack found them).
-                notes = sorted((note for key, note in selection.board_absent.items()
+                notes = sorted((note for key, note in chain(selection.board_absent.items(),
+                                                            selection.evicted_absent.items())
                                 if fnmatch.fnmatchcase(key, pattern)),
                                key=lambda note: (note.reason is MissingReason.EVICTED,
                                                  self._positions.get(note.key, 0)))
                 absent = [note.at(now) for note in notes]
-            selection.missing.setdefault(pattern, _summarise(
-                pattern, absent, 'not on the board' if not is_glob(pattern)
-                else 'no board key matches'))
+            if pattern not in selection.missing and pattern not in selection.stale:
+                selection.missing[pattern] = _summarise(
+                    pattern, absent, 'not on the board' if not is_glob(pattern)
+                    else 'no board key matches')
 
     def _require_events(self, selection: _Selection, events: list[Event], log: EventLog,
                         now: float) -> None:
@@ -671,8 +681,29 @@ def _summarise(key: str, absent: list[Missing], why_none: str,
     return Missing(key, reason, f'{len(absent)} matching not served: {shown}{more}')
 
 
-def _by_key(missing: Missing) -> str:
+def _by_key(missing: Missing | AbsentNote) -> str:
     return missing.key
+
+
+def _absent_sorted(selection: _Selection) -> tuple[AbsentNote, ...] | list[AbsentNote]:
+    """Every absent note of a pack sorted by key: the cabin's own, when nothing is added."""
+    base = selection.board_absent_sorted
+    added = {**selection.evicted_absent, **selection.event_absent}
+    if not added:
+        return base
+    board = selection.board_absent
+    if any(key in board for key in added):   # an event item note wins over a board key's
+        base = [note for note in base if note.key not in added]
+    # Two sorted runs: the sort merges them.
+    return sorted(chain(base, added.values()), key=_by_key)
+
+
+def _missing_sorted(selection: _Selection, now: float) -> list[Missing]:
+    """A pack's missing entries sorted by key: the stale keys' and the others (which win)."""
+    others, notes = selection.missing, selection.stale_notes
+    if any(key in selection.stale for key in others):
+        notes = [note for note in notes if note.key not in others]
+    return sorted(chain([note.at(now) for note in notes], others.values()), key=_by_key)
 
 
 def _checked_manifests(manifests: Mapping[str, Manifest]) -> dict[str, Manifest]:

@@ -7,6 +7,7 @@ import json
 import operator
 import threading
 from collections import OrderedDict
+from itertools import repeat
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Iterable, Mapping
@@ -21,6 +22,8 @@ from working_memory.core.timebase import epoch_time
 
 DIGEST_HEX_CHARS = 16
 _item_key = operator.attrgetter('key')
+# A Missing as the digest encodes it: its reason (a str enum) is written as its value.
+_missing_fields = operator.attrgetter('key', 'reason', 'detail')
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +252,7 @@ def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapW
     # Keys in sorted order, as json.dumps(sort_keys=True) writes them.
     rest = b''.join((b'{"events":[', b','.join(texts), b'],"items":', str(len(parts)).encode(),
                      b',"map":', _canonical(shape), b',"missing":',
-                     _canonical([[m.key, m.reason.value, m.detail] for m in missing]), b'}'))
+                     _canonical(list(map(_missing_fields, missing))), b'}'))
     parts.append(_framed(rest))
     if map_window is not None:
         parts.append(_framed(cells_digest(map_window)))
@@ -270,8 +273,11 @@ def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
     events = tuple(events)
     missing = tuple(missing)
     map_window = freeze_window(map_window)
-    notes = tuple(note if isinstance(note, AbsentNote) else
-                  AbsentNote(note.key, note.reason, note.detail) for note in absent)
+    # A tuple of notes is kept as it is: packs of many ticks then share one.
+    notes = absent if absent.__class__ is tuple and all(
+        map(isinstance, absent, repeat(AbsentNote))) else tuple(
+        note if isinstance(note, AbsentNote) else AbsentNote(note.key, note.reason, note.detail)
+        for note in absent)
     return Pack(cabin, tick, stamp, items, events, map_window, missing, notes,
                 pack_digest(items, events, map_window, missing, encodings),
                 stamp if effective is None else effective, tuple(readmitted))

@@ -50,6 +50,51 @@ def stale_note(entry: BoardEntry) -> AbsentNote:
                       entry.effective_stamp + entry.ttl, f' s (ttl {entry.ttl:.1f} s)')
 
 
+def _note_key(note: AbsentNote) -> str:
+    return note.key
+
+
+class SortedNotes:
+    """Notes by key, kept sorted as they come and go: `notes` is rebuilt only after a change."""
+
+    __slots__ = ('_keys', '_notes', '_frozen')
+
+    def __init__(self):
+        self._keys: list[str] = []
+        self._notes: list[AbsentNote] = []
+        self._frozen: tuple[AbsentNote, ...] | None = ()
+
+    def set(self, note: AbsentNote) -> None:
+        """Add `note`, or replace the note of its key."""
+        keys, at = self._keys, bisect.bisect_left(self._keys, note.key)
+        if at < len(keys) and keys[at] == note.key:
+            self._notes[at] = note
+        else:
+            keys.insert(at, note.key)
+            self._notes.insert(at, note)
+        self._frozen = None
+
+    def reset(self, notes: Iterable[AbsentNote]) -> None:
+        """Hold exactly `notes` (one per key), sorted once."""
+        self._notes = sorted(notes, key=_note_key)
+        self._keys = [note.key for note in self._notes]
+        self._frozen = None
+
+    def discard(self, key: str) -> None:
+        """Remove the note of `key`, if any."""
+        keys, at = self._keys, bisect.bisect_left(self._keys, key)
+        if at < len(keys) and keys[at] == key:
+            del keys[at], self._notes[at]
+            self._frozen = None
+
+    @property
+    def notes(self) -> tuple[AbsentNote, ...]:
+        """The notes sorted by key (the same tuple until one comes, goes or changes)."""
+        if self._frozen is None:
+            self._frozen = tuple(self._notes)
+        return self._frozen
+
+
 def _key_kind(manifest: Manifest, key: str) -> object:
     """Return whether `manifest` selects board `key`, and whether a drop withholds it."""
     if not manifest.selects.match(key):
@@ -63,8 +108,9 @@ class CabinBoard:
 
     `served`: fresh entries that pass the tag filter (`served_sorted`: their keys
     sorted); `absent`: a note per key withheld, stale or filtered out; `stale`,
-    `withheld`: those keys. `touched` are the keys whose served entry came, went or
-    changed in the last `update` (everything after a start over).
+    `withheld`: those keys; `absent_sorted`, `stale_sorted`: the absent and the stale
+    keys' notes sorted by key, kept across ticks. `touched` are the keys whose served entry
+    came, went or changed in the last `update` (everything after a start over).
     """
 
     def __init__(self, manifest: Manifest, exempt_prefixes: tuple[str, ...]):
@@ -77,6 +123,7 @@ class CabinBoard:
         self.served_sorted: list[str] = []
         self.absent: dict[str, AbsentNote] = {}
         self.stale: dict[str, None] = {}
+        self._absent_sorted, self._stale_sorted = SortedNotes(), SortedNotes()
         self.withheld: dict[str, None] = {}
         self.touched: set[str] = set()
         # Entries tags.from_goal names (the goal tags extend the include filter).
@@ -91,6 +138,16 @@ class CabinBoard:
     def include(self) -> frozenset[str]:
         """The include tags in force: the manifest's and the fresh goals' (after `update`)."""
         return self._include or frozenset()
+
+    @property
+    def absent_sorted(self) -> tuple[AbsentNote, ...]:
+        """The notes of `absent`, sorted by key (rebuilt only when they change)."""
+        return self._absent_sorted.notes
+
+    @property
+    def stale_sorted(self) -> tuple[AbsentNote, ...]:
+        """The notes of the `stale` keys, sorted by key (rebuilt only when they change)."""
+        return self._stale_sorted.notes
 
     @property
     def exclude(self) -> frozenset[str]:
@@ -119,11 +176,14 @@ class CabinBoard:
         self.touched = set(self.served)
         self._include = include
         self.served, self.absent, self.stale, self.withheld = {}, {}, {}, {}
+        self._absent_sorted, self._stale_sorted = SortedNotes(), SortedNotes()
         self._timed, self._deadlines = {}, []
         self._kinds = {}
         for key, entry in mirror.items():
             self._classify(key, entry, now, sort=False)
         self.served_sorted = sorted(self.served)
+        self._absent_sorted.reset(self.absent.values())
+        self._stale_sorted.reset(self.absent[key] for key in self.stale)
 
     def _update_goals(self, mirror: Mapping[str, BoardEntry],
                       changes: Mapping[str, BoardEntry | None] | None) -> None:
@@ -162,7 +222,10 @@ class CabinBoard:
             self.touched.add(key)
             del self.served_sorted[bisect.bisect_left(self.served_sorted, key)]
         if self.absent.pop(key, None) is not None:
-            self.stale.pop(key, None)
+            self._absent_sorted.discard(key)
+            if key in self.stale:
+                del self.stale[key]
+                self._stale_sorted.discard(key)
             self.withheld.pop(key, None)
 
     def _classify(self, key: str, entry: BoardEntry, now: float, sort: bool = True) -> None:
@@ -173,15 +236,14 @@ class CabinBoard:
             return
         if kind is _DROPPED:
             self.withheld[key] = None
-            self.absent[key] = AbsentNote(key, MissingReason.INJECTED_DROP,
-                                          'withheld by an injected drop')
+            self._absent(AbsentNote(key, MissingReason.INJECTED_DROP,
+                                    'withheld by an injected drop'), sort)
         elif entry.is_stale(now):
-            self.stale[key] = None
-            self.absent[key] = stale_note(entry)
+            self._stale(stale_note(entry), sort)
         elif (not key.startswith(self._exempt)
               and not tags_pass(entry.tags, self._include, self._exclude)):
-            self.absent[key] = AbsentNote(*filtered(key, entry.tags, self._include,
-                                                    self._exclude))
+            self._absent(AbsentNote(*filtered(key, entry.tags, self._include, self._exclude)),
+                         sort)
             self._time(key, entry)
         else:
             self.served[key] = entry
@@ -210,7 +272,18 @@ class CabinBoard:
                 later.append(deadline)
                 continue
             self._drop(key)
-            self.stale[key] = None
-            self.absent[key] = stale_note(entry)
+            self._stale(stale_note(entry))
         for deadline in later:
             heapq.heappush(heap, deadline)
+
+    def _absent(self, note: AbsentNote, sort: bool = True) -> None:
+        """Note an absent key; without `sort` the sorted notes are rebuilt by the caller."""
+        self.absent[note.key] = note
+        if sort:
+            self._absent_sorted.set(note)
+
+    def _stale(self, note: AbsentNote, sort: bool = True) -> None:
+        self.stale[note.key] = None
+        self._absent(note, sort)
+        if sort:
+            self._stale_sorted.set(note)

@@ -1,0 +1,64 @@
+"""A cabin's absent and stale notes stay sorted by key, and are rebuilt only when they change."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from working_memory.core.items import BoardEntry
+from working_memory.core.manifest import Manifest
+from working_memory.core.selection import CabinBoard, SortedNotes, stale_note
+
+KEYS = tuple(f'sensor:{n}' for n in (3, 1, 10, 2, 7)) + ('door:d1', 'door:d2', 'other:x')
+MANIFEST = Manifest.from_dict('monitor', {'board_keys': ['sensor:*', 'door:*'],
+                                          'tags': {'include': ['energy']},
+                                          'drop': ['door:d2']})
+changes = st.lists(st.tuples(
+    st.dictionaries(st.sampled_from(KEYS), st.one_of(
+        st.none(), st.tuples(st.sampled_from([0.0, 0.3, 2.0]),
+                             st.sampled_from([(), ('energy',), ('charging',)])))),
+    st.sampled_from([0.1, 0.5, 1.0])), min_size=1, max_size=20)
+
+
+@settings(max_examples=120, deadline=None)
+@given(changes)
+def test_sorted_notes_are_the_absent_and_stale_notes_by_key_after_any_changes(steps):
+    cabin, mirror, now = CabinBoard(MANIFEST, ('goal', 'safety')), {}, 0.0
+    cabin.update(mirror, None, now)
+    for step, dt in steps:
+        now += dt
+        update = {}
+        for key, spec in step.items():
+            if spec is None:
+                mirror.pop(key, None)
+                update[key] = None
+            else:
+                mirror[key] = update[key] = BoardEntry(key, 1, now, ttl=spec[0], tags=spec[1])
+        cabin.update(mirror, update, now)
+        assert cabin.absent_sorted == tuple(sorted(cabin.absent.values(), key=lambda n: n.key))
+        assert cabin.stale_sorted == tuple(cabin.absent[key] for key in sorted(cabin.stale))
+        fresh = CabinBoard(MANIFEST, ('goal', 'safety'))
+        fresh.update(mirror, None, now)
+        assert fresh.absent_sorted == cabin.absent_sorted
+        assert fresh.stale_sorted == cabin.stale_sorted
+
+
+def test_a_tick_without_changes_hands_out_the_same_sorted_notes_object():
+    cabin = CabinBoard(MANIFEST, ('goal', 'safety'))
+    mirror = {key: BoardEntry(key, 1, 0.0, ttl=1.0) for key in KEYS}
+    cabin.update(mirror, None, 0.0)
+    cabin.update(mirror, {}, 2.0)           # every sensor's ttl ran out: the notes change
+    notes, stale = cabin.absent_sorted, cabin.stale_sorted
+    assert [note.key for note in stale] == sorted(key for key in KEYS if key != 'door:d2'
+                                                  and key != 'other:x')
+    cabin.update(mirror, {}, 2.1)           # nothing came, went or changed
+    assert cabin.absent_sorted is notes and cabin.stale_sorted is stale
+
+
+def test_sorted_notes_replace_a_key_and_ignore_an_unknown_discard():
+    notes = SortedNotes()
+    first = stale_note(BoardEntry('b', 1, 0.0, ttl=1.0))
+    second = stale_note(BoardEntry('b', 2, 5.0, ttl=1.0))
+    notes.set(first)
+    notes.set(stale_note(BoardEntry('a', 1, 0.0, ttl=1.0)))
+    notes.set(second)
+    notes.discard('c')
+    assert [note.key for note in notes.notes] == ['a', 'b'] and notes.notes[1] is second
