@@ -22,8 +22,8 @@ from __future__ import annotations
 import bisect
 import fnmatch
 import threading
-from itertools import chain
 from dataclasses import dataclass, field
+from itertools import chain
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -686,7 +686,7 @@ def _by_key(missing: Missing | AbsentNote) -> str:
 
 
 def _absent_sorted(selection: _Selection) -> tuple[AbsentNote, ...] | list[AbsentNote]:
-    """Every absent note of a pack sorted by key: the cabin's own, when nothing is added."""
+    """Return a pack's absent notes by key: the cabin's own tuple when nothing is added."""
     base = selection.board_absent_sorted
     added = {**selection.evicted_absent, **selection.event_absent}
     if not added:
@@ -699,7 +699,7 @@ def _absent_sorted(selection: _Selection) -> tuple[AbsentNote, ...] | list[Absen
 
 
 def _missing_sorted(selection: _Selection, now: float) -> list[Missing]:
-    """A pack's missing entries sorted by key: the stale keys' and the others (which win)."""
+    """Return a pack's missing entries by key: the stale keys' and the others (which win)."""
     others, notes = selection.missing, selection.stale_notes
     if any(key in selection.stale for key in others):
         notes = [note for note in notes if note.key not in others]

@@ -7,8 +7,8 @@ import json
 import operator
 import threading
 from collections import OrderedDict
-from itertools import repeat
 from dataclasses import dataclass
+from itertools import repeat
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
