@@ -478,9 +478,7 @@ class Assembler:
         settlement = ws.settle(candidates)
         # Served, not put this tick: used now.
         keys = sorted(self._board_sorted + [key for key in events if key not in board_wanted])
-        get = ws.get
-        ws.touch_many([key for key in keys if (item := get(key)) is not None
-                       and item.last_used < effective], now)
+        ws.touch_present(keys, now)
         return settlement
 
     def _weight_for(self, manifest: Manifest):
@@ -522,7 +520,7 @@ class Assembler:
         self._report_drops(selection)
         absent_sorted = _absent_sorted(selection)
         served = [item.key for item in items] + [event_item_key(event) for event in events]
-        returned = [r for r in map(ws.readmission, served) if r is not None]
+        returned = ws.readmissions_of(served)
         return make_pack(selection.manifest.name, tick, stamp, items, events,
                          selection.map_window, _missing_sorted(selection, now),
                          absent_sorted, effective=now,

@@ -358,6 +358,36 @@ class WorkingSet:
                 self._seq = slot[SEQ] = self._seq + 1
                 use(slot)
 
+    def touch_present(self, keys: Iterable[str], now: float) -> None:
+        """Touch each present key of `keys` not yet used at `now` [s], in order; skip the rest.
+
+        The same as `touch_many` of the present keys whose `last_used` is before
+        `now`'s effective time, without making an `Item` of each to find them
+        (an assembler marks its whole served set used every tick).
+        """
+        effective = self._time.observe(now)
+        slots, use = self._slots, self._ranking.use
+        for key in keys:
+            slot = slots.get(key)
+            if slot is None or slot[OUT] or not slot[LAST_USED] < effective:
+                continue
+            slot[LAST_USED] = effective
+            slot[ITEM] = None
+            if not slot[EXEMPT]:
+                self._seq = slot[SEQ] = self._seq + 1
+                use(slot)
+
+    def readmissions_of(self, keys: Iterable[str]) -> list[Readmission]:
+        """Return how each present key of `keys` came back after its latest eviction, if it did.
+
+        In the order of `keys`; the same as `readmission` of each, without a call
+        per key (an assembler asks for every served key, every tick).
+        """
+        readmissions = self._readmissions
+        if not readmissions:
+            return []
+        return [readmissions[key] for key in keys if key in readmissions]
+
     def mark_stale(self, key: str) -> None:
         """Flag a present `key` stale without using it: it keeps its rank and ages.
 
