@@ -114,3 +114,17 @@ def test_an_empty_frame_is_a_header_tick_digest_and_two_empty_sequences():
     frame = make_frame(7, 1.5, [])
     assert encoder().frame(frame, 'map') == serialize_message(conv.context_frame_msg(frame,
                                                                                      'map'))
+
+
+def test_many_items_used_at_the_tick_and_before_serialize_exactly():
+    # Past a few dozen items of one last_used the times are patched in one numpy write.
+    stamp = 50.0
+    items = [Item(f'k{n:03d}', {'n': n}, Source.BOARD, 0.5, 1.0, stamp if n % 7 else 20.0)
+             for n in range(120)]
+    missing = [Missing(f'm{n}', MissingReason.STALE, f'stale for {n / 10:.1f} s')
+               for n in range(40)]
+    frame = make_frame(3, stamp, [make_pack('bulk', 3, stamp, items, [], None, missing,
+                                            effective=stamp)])
+    wire = encoder()
+    for _ in range(2):    # the second frame from cached pieces
+        assert_same_wire(wire.frame(frame, 'map'), frame, 'map')

@@ -43,6 +43,8 @@ _MAP_META = struct.Struct('<iIfII')
 # Pose: position x, y, z then orientation x, y, z, w (float64 each).
 _POSE = struct.Struct('<7d')
 _ZEROS = bytes(8)
+# From this many offsets of one value on, a patch is one numpy write (measured: about 30).
+_VECTOR_PATCHES = 32
 
 
 def nanoseconds(seconds: float) -> tuple[int, int]:
@@ -105,10 +107,18 @@ class Writer:
         """Return the whole serialized message, encapsulation header first."""
         if not self.patches:
             return b''.join(self.parts)
-        buffer = bytearray(b''.join(self.parts))
-        cells = np.frombuffer(buffer, dtype=np.uint8)
+        buffer = bytearray().join(self.parts)
+        cells = None
         for data, offsets in self.patches.items():
+            if len(offsets) < _VECTOR_PATCHES:
+                # A few: slice writes cost less than setting up numpy's indexing.
+                for at in offsets:
+                    at += len(ENCAPSULATION)
+                    buffer[at:at + len(data)] = data
+                continue
             # One vectorised write per distinct value (a tick's items share one last_used).
+            if cells is None:
+                cells = np.frombuffer(buffer, dtype=np.uint8)
             at = np.asarray(offsets) + len(ENCAPSULATION)
             cells[at[:, None] + np.arange(len(data))] = np.frombuffer(data, dtype=np.uint8)
         return bytes(buffer)
