@@ -133,6 +133,9 @@ class Assembler:
         self._board_sorted: list[str] = []
         self._event_keys: set[str] | None = None
         self._rewish = False  # a cabin started over: redo the whole board wish
+        # The keys some cabin found stale last tick: their items were marked stale then, and
+        # nothing puts a key no cabin serves, so only keys newly stale need a look.
+        self._stale_keys: set[str] = set()
         # Event item keys by sequence number while the event object is the same.
         self._event_item_keys: dict[int, tuple[Event, str]] = {}
         self._event_item_keys_used: dict[int, tuple[Event, str]] = {}
@@ -413,9 +416,13 @@ class Assembler:
         ws = self._ws
         board_wanted = self._board_wanted
         touched = set().union(*(selection.touched for selection in selections))
+        stale = set().union(*(selection.stale for selection in selections))
+        newly_stale = stale - self._stale_keys
         if self._rewish:
             touched.update(board_wanted)
+            newly_stale = stale
             self._rewish = False
+        self._stale_keys = stale
         for key in touched:
             want = None
             for selection in selections:
@@ -450,7 +457,7 @@ class Assembler:
             if item is not None and item.source is Source.LOG:
                 ws.remove(key)
         self._event_keys = set(events)
-        for key in sorted({key for selection in selections for key in selection.stale}):
+        for key in sorted(newly_stale):
             item = ws.get(key)
             if item is not None and not item.stale:
                 ws.mark_stale(key)
