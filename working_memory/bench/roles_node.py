@@ -275,16 +275,19 @@ class PlainAssemble(Node):
         self.create_service(Assemble, service, lambda request, response: self._response)
 
 
-def complete(data: bytes) -> bool:
-    """Return True when every pack of a serialized frame holds items and one has a window."""
+def complete(data: bytes, window: bool = True) -> bool:
+    """Return True when every pack of a serialized frame holds items and one has a window.
+
+    Without `window` no window is waited for (a cabin that asks for no map has none).
+    """
     frame = deserialize_message(data, ContextFrame)
     return (bool(frame.packs) and all(pack.items for pack in frame.packs)
-            and any(pack.map_window_digest or pack.nearby_map.info.width
-                    for pack in frame.packs))
+            and (not window or any(pack.map_window_digest or pack.nearby_map.info.width
+                                   for pack in frame.packs)))
 
 
 def capture(frame_file: str, response_prefix: str, service: str, cabins: list[str],
-            timeout_s: float) -> dict:
+            timeout_s: float, window: bool = True) -> dict:
     """Save one frame and each cabin's Assemble response, serialized; return their sizes."""
     node = rclpy.create_node('bench_capture')
     frames: list[bytes] = []
@@ -300,9 +303,9 @@ def capture(frame_file: str, response_prefix: str, service: str, cabins: list[st
     # every run captures the same content and the baselines compare like with like.
     settled = time.monotonic() + CAPTURE_SETTLE_S
     while time.monotonic() < deadline and (time.monotonic() < settled
-                                           or not frames or not complete(frames[-1])):
+                                           or not frames or not complete(frames[-1], window)):
         executor.spin_once(timeout_sec=0.1)
-    if not frames or not complete(frames[-1]):
+    if not frames or not complete(frames[-1], window):
         raise RuntimeError(f'no complete frame on {FRAME_TOPIC} within {timeout_s} s')
     with open(frame_file, 'wb') as stream:
         stream.write(frames[-1])
@@ -366,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--service', default='/working_memory/assemble')
     parser.add_argument('--cabin', default='planner')
     parser.add_argument('--cabins', nargs='+', default=['planner', 'executor', 'monitor'])
+    parser.add_argument('--no-window', action='store_true',
+                        help='capture: take a frame without a map window (no cabin asks for one)')
     parser.add_argument('--calls', type=int, default=300)
     parser.add_argument('--windows', nargs='*', default=[],
                         help="probe: also count these cabins' window topics (bytes)")
@@ -400,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
             result = {}
         elif args.role == 'capture':
             result = capture(args.frame_file, args.response_prefix, args.service,
-                             args.cabins, args.duration)
+                             args.cabins, args.duration, not args.no_window)
         else:
             result = round_trips(args.service, args.cabin, args.calls, args.duration)
         _write(args.out, result)

@@ -267,15 +267,19 @@ def _load_options(settings: Settings, rate: float, *more: str) -> tuple[str, ...
 def _capture(workdir: pathlib.Path, env: dict, settings: Settings,
              subject: list[str] | None = None, load: tuple[str, ...] | None = None,
              cabins: tuple[str, ...] = CABINS,
-             frame_file: str = 'frame.cdr') -> dict:
-    """Save a frame of the node (and each cabin's Assemble response); return their sizes."""
+             frame_file: str = 'frame.cdr', window: bool = True) -> dict:
+    """Save a frame of the node (and each cabin's Assemble response); return their sizes.
+
+    Without `window` the frame need not name a map window (the bulk cabin asks for none).
+    """
     with Run(workdir, env) as run:
         run.start(subject or node_command(10.0, settings.node))
         run.role('load', 'load.json', *(load or _load_options(settings, 100.0)),
                  '--duration', '60')
         capture = run.role('capture', 'capture.json', '--frame-file', str(workdir / frame_file),
                            '--response-prefix', str(workdir / 'assemble_'),
-                           '--cabins', *cabins, '--duration', '40')
+                           '--cabins', *cabins, '--duration', '40',
+                           *(() if window else ('--no-window',)))
         return run.result(capture, 'capture.json', 90)
 
 
@@ -502,7 +506,7 @@ def _scaling_figures(workdir, env, settings: Settings) -> list[Figure]:
                 '--per-msg', str(min(items, CHANGES_PER_TICK)), '--fill',
                 '--map-side', '100')
         frame_file = f'bulk_{items}.cdr'
-        _capture(workdir, env, settings, subject, load, ('bulk',), frame_file)
+        _capture(workdir, env, settings, subject, load, ('bulk',), frame_file, window=False)
         scene = Scene(tick_hz, load, settle_s=settings.settle_s + 1.0)
         ours, plain = [], []
         for _ in range(settings.repeats):
