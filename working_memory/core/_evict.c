@@ -221,7 +221,7 @@ set_slot(PyObject *slot, int field, PyObject *value)
     return PyList_SetItem(slot, field, value);
 }
 
-/* WorkingSet._evict_lowest(reason, records, stamp). */
+/* WorkingSet._evict_lowest(reason, records, stamp) while `_returning` is empty. */
 static int
 evict_lowest(Core *self, PyObject *reason, PyObject *records, PyObject *stamp)
 {
@@ -244,21 +244,7 @@ evict_lowest(Core *self, PyObject *reason, PyObject *records, PyObject *stamp)
         if (found < 0 || (found && PyDict_DelItem(self->readmissions, key) < 0))
             goto done;
     }
-    if (PyDict_GET_SIZE(self->returning)) {
-        /* `returning.pop(key, None) is not None`: a returning one never came back, no event. */
-        PyObject *returned = PyDict_GetItemWithError(self->returning, key);
-        if (!returned && PyErr_Occurred())
-            goto done;
-        if (returned) {
-            int was_none = returned == Py_None;
-            if (PyDict_DelItem(self->returning, key) < 0)
-                goto done;
-            if (!was_none) {
-                failed = 0;
-                goto done;
-            }
-        }
-    }
+    /* No returning check: put evicts here only when nothing is returning (else it settles). */
     PyObject *record = ((PyTypeObject *)record_type)->tp_alloc((PyTypeObject *)record_type, 6);
     if (!record)
         goto done;
