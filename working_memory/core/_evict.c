@@ -36,6 +36,8 @@ static PyObject *encode_ascii, *capacity_reason, *level_ranking_type, *timebase_
 static Py_ssize_t off_last_ros, off_offset, off_last_effective, off_levels, off_order;
 static Py_ssize_t off_used, off_returned, off_ordered;
 static unsigned long long fast_puts, reference_puts;
+static PyTypeObject *odict_type;
+static PyObject *odict_popitem;   /* OrderedDict.popitem */
 
 static PyObject *s_importance, *s_now, *s_source, *s_stamp, *s_stale, *s_exempt, *s_size;
 static PyObject *s_defer, *s_settle, *s_last_eviction, *s_order_level, *s_unorder_lowest;
@@ -197,9 +199,11 @@ ranking_pop_lowest(PyObject *ranking)
             return PyObject_CallMethodNoArgs(ranking, s_pop_lowest);
         PyObject *used = FIELD(level, off_used);
         if (PyDict_GET_SIZE(used)) {
+            /* used.popitem(last=False), without looking the method up when it is an OrderedDict */
             PyObject *args[2] = {used, Py_False};
-            PyObject *pair = PyObject_VectorcallMethod(
-                s_popitem, args, 2, NULL);
+            PyObject *pair = Py_TYPE(used) == odict_type
+                ? PyObject_Vectorcall(odict_popitem, args, 2, NULL)
+                : PyObject_VectorcallMethod(s_popitem, args, 2, NULL);
             if (!pair)
                 return NULL;
             PyObject *slot = PyTuple_GET_ITEM(pair, 1);
@@ -610,6 +614,14 @@ PyInit__evict(void)
             return NULL;
     }
     if (!(empty_tuple = PyTuple_New(0)) || PyType_Ready(&CoreType) < 0)
+        return NULL;
+    PyObject *collections = PyImport_ImportModule("collections");
+    if (!collections)
+        return NULL;
+    odict_type = (PyTypeObject *)PyObject_GetAttrString(collections, "OrderedDict");
+    Py_DECREF(collections);
+    if (!odict_type || !(odict_popitem = PyObject_GetAttrString((PyObject *)odict_type,
+                                                                "popitem")))
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (!module)
