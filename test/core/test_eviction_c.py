@@ -160,3 +160,11 @@ def test_a_long_churn_evicts_the_same_victims_in_c_and_in_python(capacity):
             assert fast.settle(candidates) == reference.settle(candidates)
     assert _state(fast) == _state(reference)
     assert fast.evictions_total == reference.evictions_total > 1000
+
+
+def test_a_c_put_on_a_set_missing_a_field_raises_instead_of_crashing():
+    working_set = WorkingSet(capacity=2)
+    working_set.put('a', 1, importance=0.5, now=0.0)
+    del working_set._size_bytes
+    with pytest.raises(AttributeError):
+        working_set.put('b', 1, importance=0.5, now=1.0)

@@ -26,7 +26,8 @@ typedef struct {
     PyObject *slots, *ranking, *time, *exempt_prefixes, *removed_numbers, *returning;
     PyObject *readmissions, *log, *capacity, *size_budget, *tick, *log_limit;
     PyObject *size_bytes, *exempt_bytes;
-    Py_ssize_t seq, present, exempt_count, evictions_total;
+    PyObject *seq;   /* an object, not a count: touch_many reads and writes it in Python */
+    Py_ssize_t present, exempt_count, evictions_total;
 } Core;
 
 /* What configure() was given: the reference put, the classes and the helpers put needs. */
@@ -41,7 +42,7 @@ static PyObject *odict_popitem;   /* OrderedDict.popitem */
 
 static PyObject *s_importance, *s_now, *s_source, *s_stamp, *s_stale, *s_exempt, *s_size;
 static PyObject *s_defer, *s_settle, *s_last_eviction, *s_order_level, *s_unorder_lowest;
-static PyObject *s_pop_lowest, *s_add, *s_discard, *s_popitem, *empty_tuple;
+static PyObject *s_pop_lowest, *s_add, *s_discard, *s_popitem, *empty_tuple, *one;
 
 #define FIELD(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 
@@ -336,7 +337,9 @@ core_put(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
         || !PyTuple_CheckExact(self->exempt_prefixes) || !self->ranking || !self->log
         || !PyList_CheckExact(self->log) || !self->returning || !PyDict_CheckExact(self->returning)
         || !self->readmissions || !PyDict_CheckExact(self->readmissions)
-        || !self->removed_numbers || !PyDict_CheckExact(self->removed_numbers))
+        || !self->removed_numbers || !PyDict_CheckExact(self->removed_numbers) || !self->seq
+        || !self->size_bytes || !self->exempt_bytes || !self->capacity || !self->size_budget
+        || !self->tick || !self->log_limit)
         return call_reference((PyObject *)self, args, nargs, kwnames);
     /* TimeBase.observe's forward case; any other time is the reference's to check. */
     PyObject *last_ros = FIELD(time, off_last_ros), *offset = FIELD(time, off_offset);
@@ -367,9 +370,10 @@ core_put(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     int exempt = exempt_arg == Py_True || is_exempt_key(self, key);
     if (exempt < 0)
         goto done;
-    self->seq++;
-    if (!(size_object = PyLong_FromSsize_t(size)) || !(seq_object = PyLong_FromSsize_t(self->seq))
-        || !(slot = PyList_New(SLOT_FIELDS)))
+    if (!(seq_object = PyNumber_Add(self->seq, one)))
+        goto done;
+    Py_SETREF(self->seq, Py_NewRef(seq_object));
+    if (!(size_object = PyLong_FromSsize_t(size)) || !(slot = PyList_New(SLOT_FIELDS)))
         goto done;
     PyObject *fields[SLOT_FIELDS] = {key, value, source, importance, now, effective, stale,
                                      exempt ? Py_True : Py_False, size_object, seq_object,
@@ -468,7 +472,7 @@ core_traverse(Core *self, visitproc visit, void *arg)
     Py_VISIT(self->exempt_prefixes); Py_VISIT(self->removed_numbers); Py_VISIT(self->returning);
     Py_VISIT(self->readmissions); Py_VISIT(self->log); Py_VISIT(self->capacity);
     Py_VISIT(self->size_budget); Py_VISIT(self->tick); Py_VISIT(self->log_limit);
-    Py_VISIT(self->size_bytes); Py_VISIT(self->exempt_bytes);
+    Py_VISIT(self->size_bytes); Py_VISIT(self->exempt_bytes); Py_VISIT(self->seq);
     return 0;
 }
 
@@ -479,7 +483,7 @@ core_clear(Core *self)
     Py_CLEAR(self->exempt_prefixes); Py_CLEAR(self->removed_numbers); Py_CLEAR(self->returning);
     Py_CLEAR(self->readmissions); Py_CLEAR(self->log); Py_CLEAR(self->capacity);
     Py_CLEAR(self->size_budget); Py_CLEAR(self->tick); Py_CLEAR(self->log_limit);
-    Py_CLEAR(self->size_bytes); Py_CLEAR(self->exempt_bytes);
+    Py_CLEAR(self->size_bytes); Py_CLEAR(self->exempt_bytes); Py_CLEAR(self->seq);
     return 0;
 }
 
@@ -502,7 +506,7 @@ static PyMemberDef core_members[] = {
     OBJECT_MEMBER("_capacity", capacity), OBJECT_MEMBER("_size_budget", size_budget),
     OBJECT_MEMBER("_tick", tick), OBJECT_MEMBER("_log_limit", log_limit),
     OBJECT_MEMBER("_size_bytes", size_bytes), OBJECT_MEMBER("_exempt_bytes", exempt_bytes),
-    COUNT_MEMBER("_seq", seq), COUNT_MEMBER("_present", present),
+    OBJECT_MEMBER("_seq", seq), COUNT_MEMBER("_present", present),
     COUNT_MEMBER("_exempt_count", exempt_count), COUNT_MEMBER("_evictions_total", evictions_total),
     {NULL}
 };
@@ -613,7 +617,8 @@ PyInit__evict(void)
         if (!(*strings[i].target = PyUnicode_InternFromString(strings[i].text)))
             return NULL;
     }
-    if (!(empty_tuple = PyTuple_New(0)) || PyType_Ready(&CoreType) < 0)
+    if (!(empty_tuple = PyTuple_New(0)) || !(one = PyLong_FromLong(1))
+        || PyType_Ready(&CoreType) < 0)
         return NULL;
     PyObject *collections = PyImport_ImportModule("collections");
     if (!collections)
