@@ -37,6 +37,8 @@ ROS_PACKAGES = {
     'launch_ros', 'launch_testing', 'launch_testing_ros', 'rclpy', 'ros2cli', 'ros2launch',
     'rosidl_runtime_py',
 }
+# CMake packages that are no ROS package -> their rosdep key (rosdistro rosdep/base.yaml).
+CMAKE_KEYS = {'Python3': 'python3-dev'}
 INTERFACE_PACKAGE = re.compile(r'^[a-z][a-z0-9_]*_(msgs|srvs|interfaces)$')
 # pytest options of setup.cfg [tool:pytest] that a plugin provides -> its rosdep key.
 PYTEST_PLUGIN_OPTIONS = {'timeout': 'python3-pytest-timeout'}
@@ -128,7 +130,8 @@ def uses_in_cmake(text, origin='CMakeLists.txt'):
     uses = []
     for match in re.finditer(r'find_package\((\w+)', text):
         in_tests = testing is not None and testing.start() <= match.start() < testing.end()
-        uses.append(Use(match[1], 'ros', 'test' if in_tests else 'build', origin))
+        uses.append(Use(CMAKE_KEYS.get(match[1], match[1]), 'ros',
+                        'test' if in_tests else 'build', origin))
     return uses
 
 
@@ -265,11 +268,13 @@ def test_launch_package_names_and_ros2_verbs_are_dependencies():
         'launch_testing', 'nav2_map_server', 'ros2lifecycle', 'ros2topic', 'ros_gz_sim']
 
 
-def test_cmake_packages_of_the_tests_are_test_dependencies():
+def test_cmake_packages_of_the_tests_are_test_dependencies_and_python3_is_its_headers():
     uses = uses_in_cmake('find_package(ament_cmake REQUIRED)\nif(BUILD_TESTING)\n'
-                         '  find_package(ament_cmake_pytest REQUIRED)\nendif()\n')
+                         '  find_package(ament_cmake_pytest REQUIRED)\nendif()\n'
+                         'find_package(Python3 REQUIRED COMPONENTS Development.Module)\n')
     assert [(use.name, use.scope) for use in uses] == [('ament_cmake', 'build'),
-                                                       ('ament_cmake_pytest', 'test')]
+                                                       ('ament_cmake_pytest', 'test'),
+                                                       ('python3-dev', 'build')]
 
 
 def test_the_pytest_timeout_option_needs_the_plugin():

@@ -10,6 +10,7 @@ reach rclpy or a message package, directly or through the modules it imports.
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -140,3 +141,18 @@ def test_pure_rooms_import_without_ros_installed_modules_loaded():
     result = subprocess.run([sys.executable, '-c', check], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == '[]', result.stdout
+
+
+# A C module's includes: the Python API and the C library, nothing of ROS.
+C_HEADERS = {'Python.h', 'structmember.h', 'stddef.h', 'stdint.h', 'string.h', 'math.h'}
+
+
+def test_c_modules_include_only_the_python_api_and_the_c_library():
+    sources = sorted(PACKAGE_DIR.rglob('*.c'))
+    includes = {path.name: re.findall(r'^#include [<"]([^>"]+)[>"]', path.read_text(), re.M)
+                for path in sources}
+    offenders = sorted(f'{name} includes {header}' for name, headers in includes.items()
+                       for header in headers if header not in C_HEADERS)
+    assert not offenders, '\n'.join(offenders)
+    # Each lives in a pure room (core), like the Python modules it serves.
+    assert all(_room(_module_name(path)) == 'core' for path in sources), sources

@@ -218,6 +218,18 @@ def test_a_plain_pip_install_works_on_the_bag_without_ros(pip_installed, recorde
     assert (pip_installed / 'share' / 'working_memory' / 'config' / 'working_memory.yaml').is_file()
 
 
+def test_a_plain_pip_install_builds_the_working_sets_c_put(pip_installed, tmp_path):
+    script = WITHOUT_ROS.split('from working_memory.tools')[0].format(
+        source=str(SOURCE), target=str(pip_installed)) + (
+        'from working_memory.core import eviction\n'
+        'print(eviction.ACCELERATED, eviction.__file__)\n')
+    result = subprocess.run([sys.executable, '-I', '-c', script], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ['True', str(pip_installed / 'working_memory' / 'core' /
+                                                 'eviction.py')], result.stdout
+
+
 def test_the_node_accepts_the_suggested_patch_after_its_own_params_file(recorded_run, context,
                                                                         tmp_path):
     from rclpy.lifecycle import TransitionCallbackReturn

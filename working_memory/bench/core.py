@@ -8,6 +8,8 @@ Baselines:
   scan over the non-exempt items for every victim (O(n) per eviction).
 - `cachetools.LRUCache`: a widely used pure-Python LRU cache (no importance, no exemptions), as a
   floor for what any Python cache costs per operation.
+- `PyWorkingSet`: the working set's pure-Python reference, what `WorkingSet` is without its C put
+  (core/_evict.c): the before of that change, measured in the same run.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 from working_memory.core.assembly import Assembler
 from working_memory.core.board import BoardSnapshot
 from working_memory.core.eventlog import EventLog
-from working_memory.core.eviction import WorkingSet
+from working_memory.core.eviction import ACCELERATED, PyWorkingSet, WorkingSet
 from working_memory.core.gridmap import GridMap
 from working_memory.core.items import BoardEntry, Event, EventKind
 from working_memory.core.manifest import load_manifests
@@ -43,6 +45,8 @@ REPEATS = 5
 TARGET_SPEEDUP_CAPACITY = 10_000
 TARGET_SPEEDUP = 20.0
 TARGET_GROWTH = 3.0
+# Issue 12: evict at most 2x cachetools.LRUCache per op at every capacity.
+TARGET_CACHETOOLS_RATIO = 2.0
 MAP_SIDE = 4000             # [cells] square grid
 QUICK_MAP_SIDE = 200
 MAP_RESOLUTION = 0.05       # [m/cell]
@@ -109,8 +113,10 @@ class SeedMinScan:
 class Ours:
     """Adapter giving WorkingSet the bench's put/touch interface."""
 
+    working_set_class = WorkingSet
+
     def __init__(self, capacity):
-        self.working_set = WorkingSet(capacity)
+        self.working_set = self.working_set_class(capacity)
 
     def put(self, key, value, importance, now):
         """Insert or refresh `key`; return the eviction records (`victim_keys` reads them)."""
@@ -119,6 +125,12 @@ class Ours:
     def touch(self, key, now):
         """Mark `key` used at `now` [s]."""
         self.working_set.touch(key, now)
+
+
+class OursInPython(Ours):
+    """The same adapter around the pure-Python reference `PyWorkingSet`."""
+
+    working_set_class = PyWorkingSet
 
 
 class LRUBaseline:
@@ -136,7 +148,8 @@ class LRUBaseline:
         self.cache[key]  # noqa: B018 - the read is the operation
 
 
-IMPLEMENTATIONS = {'ours': Ours, 'seed': SeedMinScan, 'cachetools': LRUBaseline}
+IMPLEMENTATIONS = {'ours': Ours, 'python': OursInPython, 'seed': SeedMinScan,
+                   'cachetools': LRUBaseline}
 
 
 def victim_keys(records):
@@ -234,6 +247,9 @@ def measure_capacity(capacity, ops):
     if victims['seed'] != ours:
         raise RuntimeError(
             f'capacity {capacity}: seed port and WorkingSet evicted different items')
+    if victims['python'] != victims['ours']:
+        raise RuntimeError(f'capacity {capacity}: PyWorkingSet and WorkingSet made different '
+                           f'eviction records')
     return results
 
 
@@ -244,6 +260,7 @@ def working_set_table(capacities, ops):
     for capacity, results in measured.items():
         for op, costs in results.items():
             rows.append((f'{capacity:,}', op, f'{costs["ours"] * 1e6:.2f}',
+                         f'{costs["python"] * 1e6:.2f}',
                          f'{costs["seed"] * 1e6:.2f}', f'{costs["cachetools"] * 1e6:.2f}',
                          f'{costs["seed"] / costs["ours"]:.2f}x',
                          f'{costs["cachetools"] / costs["ours"]:.2f}x'))
@@ -259,6 +276,13 @@ def target_lines(measured):
         lines.append(f'evict at {TARGET_SPEEDUP_CAPACITY:,}: {speedup:.1f}x the seed port '
                      f'(target >= {TARGET_SPEEDUP:.0f}x): '
                      f'{"met" if speedup >= TARGET_SPEEDUP else "MISSED"}')
+    ratios = {capacity: results['evict']['ours'] / results['evict']['cachetools']
+              for capacity, results in measured.items()}
+    worst = max(ratios, key=ratios.get)
+    lines.append(f'evict vs cachetools.LRUCache: at most {ratios[worst]:.2f}x (at {worst:,}; '
+                 f'target <= {TARGET_CACHETOOLS_RATIO:.0f}x at every capacity; put in '
+                 f'{"C" if ACCELERATED else "Python: core/_evict.c is not built"}): '
+                 f'{"met" if ratios[worst] <= TARGET_CACHETOOLS_RATIO else "MISSED"}')
     smallest, largest = min(measured), max(measured)
     for op in ('insert', 'touch', 'evict'):
         growth = measured[largest][op]['ours'] / measured[smallest][op]['ours']
@@ -419,11 +443,11 @@ def main(argv=None) -> int:
         frames, extra_keys, events_per_tick = 300, 500, 5
 
     rows, measured = working_set_table(capacities, ops)
-    print(f'WorkingSet vs seed min-scan port vs cachetools.LRUCache '
-          f'(us per op, best of {REPEATS}; ratio = baseline cost / ours, '
+    print(f'WorkingSet vs its pure-Python reference vs seed min-scan port vs '
+          f'cachetools.LRUCache (us per op, best of {REPEATS}; ratio = baseline cost / ours, '
           f'> 1 means ours is faster)')
-    print(format_table(('capacity', 'op', 'ours us', 'seed us', 'cachetools us', 'seed/ours',
-                        'cachetools/ours'), rows))
+    print(format_table(('capacity', 'op', 'ours us', 'python us', 'seed us', 'cachetools us',
+                        'seed/ours', 'cachetools/ours'), rows))
     print()
     for line in target_lines(measured):
         print(line)

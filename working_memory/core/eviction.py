@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Any, Iterable, NamedTuple, Protocol
 
 from working_memory.core.checks import check_int, is_finite_number
 from working_memory.core.items import Item, Source, check_importance, json_size
 from working_memory.core.ranking import (EXEMPT, HeapRanking, IMPORTANCE, ITEM, KEY, LAST_USED,
-                                         LevelRanking, NUMBER, OUT, RECORD, SEQ, SIZE, STALE)
+                                         LevelRanking, NUMBER, OUT, RECORD, SEQ, SIZE, STALE,
+                                         _Level)
 from working_memory.core.timebase import TimeBase
 
 CAPACITY = 'capacity'
@@ -114,7 +116,7 @@ def _check_size_budget(size_budget: int | None) -> int | None:
     return None if size_budget is None else check_int(size_budget, 'size_budget', 1)
 
 
-class WorkingSet:
+class PyWorkingSet:
     """Bounded set of working items that forgets by value and records every transition.
 
     Capacity counts all items, exempt ones included. After every `put` and
@@ -151,6 +153,10 @@ class WorkingSet:
 
     Not thread-safe by design: the owner (assembler, frame store) holds the
     lock, and this class stays lock-free and fast.
+
+    This class is the reference, all in Python; `WorkingSet` is the same with
+    `put` in C when the extension `core._evict` is built (see the end of this
+    module).
     """
 
     def __init__(self, capacity: int, size_budget: int | None = None,
@@ -613,3 +619,25 @@ def _checked(key: Any, value: Any, importance: Any, source: Any, stamp: Any,
     else:
         check_int(size, f'item {key!r}: size', 0)
     return source, stamp, size
+
+
+# The put/evict hot path in C (core/_evict.c): same behaviour, same objects, a third of the cost.
+# A source tree without the built extension runs the reference above.
+try:
+    from working_memory.core import _evict
+except ImportError:
+    _evict = None
+
+if _evict is None:
+    WorkingSet = PyWorkingSet
+else:
+    class WorkingSet(_evict.WorkingSetCore, PyWorkingSet):
+        __doc__ = PyWorkingSet.__doc__
+        __slots__ = ()
+
+    _evict.configure(reference_put=PyWorkingSet.put, source_type=Source,
+                     source_default=Source.BOARD, record_type=EvictionRecord, json_size=json_size,
+                     encode_ascii=encode_basestring_ascii, capacity_reason=CAPACITY,
+                     level_ranking=LevelRanking, level=_Level, timebase=TimeBase)
+# True when WorkingSet.put runs in C (test/core/test_eviction_c.py holds the build to it).
+ACCELERATED = _evict is not None

@@ -1,0 +1,170 @@
+"""WorkingSet's put in C (core/_evict.c) behaves exactly as the pure-Python PyWorkingSet."""
+
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from working_memory.core import eviction
+from working_memory.core.eviction import (HalfLifeBlend, ImportanceLRU, PyWorkingSet,
+                                          WorkingSet)
+from working_memory.core.items import Source
+
+
+def test_the_built_package_puts_in_c():
+    # CI must notice a build that silently falls back to the reference: this one fails then.
+    assert eviction.ACCELERATED, (
+        'working_memory.core._evict is not importable: the package was imported from a tree '
+        'without the built extension (make build, pip install .)')
+    from working_memory.core import _evict
+    assert WorkingSet.put is _evict.WorkingSetCore.__dict__['put'].__get__(None, WorkingSet)
+    working_set = WorkingSet(capacity=4)
+    working_set.put('first', 0, importance=0.5, now=0.0)   # a fresh timeline: the reference's
+    before = _evict.counts()
+    for step in range(1, 101):
+        working_set.put(f'key:{step}', step, importance=0.5, now=float(step))
+    after = _evict.counts()
+    assert after['fast'] - before['fast'] == 100
+    assert after['reference'] == before['reference']
+    assert len(working_set.eviction_log) == 97
+
+
+def test_the_record_a_c_put_returns_is_the_one_logged_and_kept_by_the_evicted_item():
+    working_set = WorkingSet(capacity=2)
+    for now, key in enumerate(('a', 'b', 'goal:g')):
+        records = working_set.put(key, now, importance=0.5, now=float(now))
+    (record,) = records
+    assert record.key == 'a' and record.reason == 'capacity' and record.stamp == 2.0
+    assert working_set.eviction_log[-1] is record
+    assert working_set.eviction_of('a') is record
+    assert working_set.last_eviction('a') is record
+    assert working_set.evicted_item('a').value == 0
+
+
+def test_exempt_items_put_in_c_are_never_evicted_and_raise_the_alarm():
+    working_set = WorkingSet(capacity=2)
+    working_set.put('x', 1, importance=0.0, now=0.0)
+    for step in range(1, 5):
+        working_set.put(f'safety:{step}', step, importance=0.0, now=float(step))
+    assert sorted(working_set.keys()) == ['safety:1', 'safety:2', 'safety:3', 'safety:4']
+    assert working_set.capacity_alarm
+
+
+KEYS = st.sampled_from(['a', 'b', 'c', 'd', 'e', 'goal:g', 'safety:s', ''])
+IMPORTANCES = st.sampled_from([0.0, 0.1, 0.5, 0.5, 0.9, 1.0, 1, 1.5, math.nan, True])
+VALUES = st.one_of(st.integers(min_value=-10**25, max_value=10**25), st.floats(),
+                   st.text(max_size=5), st.none(), st.booleans(),
+                   st.lists(st.integers(), max_size=3), st.just({'x': [1, 2]}),
+                   st.just(object()), st.just(Source.BOARD))
+FIELDS = st.fixed_dictionaries({}, optional={
+    'source': st.sampled_from([Source.BOARD, Source.LOG, 'board', 'nonsense']),
+    'stamp': st.sampled_from([None, 1.5, math.inf]),
+    'stale': st.sampled_from([False, True, 0, 1]),
+    'exempt': st.sampled_from([False, True, 0, 'yes']),
+    'size': st.sampled_from([None, 0, 7, 500, -1]),
+    'defer_eviction': st.sampled_from([False, True, 0, 1]),
+})
+# A clock step [s]: mostly forward, sometimes still or backwards (a reset), sometimes an int.
+STEPS = st.sampled_from([1.0, 1.0, 1.0, 0.5, 0.0, -3.0, 'int', 'nan'])
+
+# The common call (the C path), drawn most often, beside every other kind of put.
+COMMON_PUT = st.tuples(st.just('put'), KEYS,
+                       st.integers(-5, 5) | st.floats(0, 9) | st.text(max_size=3),
+                       st.sampled_from([0.1, 0.5, 0.9]), st.just(1.0),
+                       st.sampled_from([{}, {}, {'defer_eviction': True}, {'exempt': True}]))
+OPERATIONS = st.one_of(
+    COMMON_PUT, COMMON_PUT, COMMON_PUT, COMMON_PUT, COMMON_PUT, COMMON_PUT,
+    st.tuples(st.just('put'), KEYS, VALUES, IMPORTANCES, STEPS, FIELDS),
+    st.tuples(st.just('touch'), st.lists(KEYS, max_size=3), STEPS),
+    st.tuples(st.just('remove'), KEYS),
+    st.tuples(st.just('mark_stale'), KEYS),
+    st.tuples(st.just('settle'), st.lists(KEYS, max_size=4)),
+    st.tuples(st.just('evict_to_fit')),
+    st.tuples(st.just('set_limits'), st.integers(1, 6), st.sampled_from([None, 8, 20, 60])),
+    st.tuples(st.just('tick'), st.integers(0, 5)),
+)
+
+
+def _now(clock, step):
+    if step == 'int':
+        return int(clock) + 1
+    if step == 'nan':
+        return math.nan
+    return clock + step
+
+
+def _apply(working_set, operation, now):
+    """Run one operation; return its result or the exception it raised (type and text)."""
+    name, *arguments = operation
+    try:
+        if name == 'put':
+            key, value, importance, _, fields = arguments
+            return working_set.put(key, value, importance=importance, now=now, **fields)
+        if name == 'touch':
+            return working_set.touch_many(arguments[0], now)
+        if name == 'tick':
+            working_set.tick = arguments[0]
+            return None
+        if name == 'settle':
+            return working_set.settle(arguments[0])
+        return getattr(working_set, name)(*arguments)
+    except (ValueError, KeyError, TypeError) as error:
+        return (type(error), str(error))
+
+
+def _state(working_set):
+    """Everything the working set shows: items, evicted items, records, alarms, counts."""
+    keys = ['a', 'b', 'c', 'd', 'e', 'goal:g', 'safety:s']
+    return (working_set.keys(), working_set.items(), working_set.evicted_items(),
+            working_set.eviction_log, working_set.evictions_total, working_set.size_bytes,
+            working_set.capacity_alarm, len(working_set), working_set.capacity,
+            working_set.size_budget, working_set.timebase.now, working_set.timebase.epoch,
+            [(working_set.get(key), working_set.eviction_of(key), working_set.readmission(key),
+              working_set.last_eviction(key), working_set.evicted_item(key), key in working_set)
+             for key in keys])
+
+
+@settings(max_examples=1000, deadline=None)
+@given(capacity=st.integers(1, 5), size_budget=st.sampled_from([None, 10, 30]),
+       log_limit=st.integers(1, 6), policy=st.sampled_from([ImportanceLRU(), HalfLifeBlend(4.0)]),
+       operations=st.lists(OPERATIONS, min_size=10, max_size=80))
+def test_c_put_and_python_reference_make_the_same_items_victims_records_and_alarms(
+        capacity, size_budget, log_limit, policy, operations):
+    fast = WorkingSet(capacity, size_budget, policy=policy, log_limit=log_limit)
+    reference = PyWorkingSet(capacity, size_budget, policy=policy, log_limit=log_limit)
+    clock = 0.0
+    for operation in operations:
+        now = clock
+        if operation[0] in ('put', 'touch'):
+            now = _now(clock, operation[-2] if operation[0] == 'put' else operation[-1])
+            if not math.isnan(now):
+                clock = max(0.0, float(now))
+        assert _apply(fast, operation, now) == _apply(reference, operation, now), operation
+        assert _state(fast) == _state(reference), operation
+
+
+@pytest.mark.parametrize('capacity', [1, 3, 50])
+def test_a_long_churn_evicts_the_same_victims_in_c_and_in_python(capacity):
+    fast, reference = WorkingSet(capacity, log_limit=40), PyWorkingSet(capacity, log_limit=40)
+    for step in range(3000):
+        key = f'k{(step * 7919) % 400}'
+        importance = (0.1, 0.5, 0.9)[step % 3]
+        now = float(step)
+        for working_set in (fast, reference):
+            if step % 5 == 0 and key in working_set:
+                working_set.touch(key, now)
+        assert fast.put(key, step, importance=importance, now=now) == reference.put(
+            key, step, importance=importance, now=now)
+        if step % 97 == 0:
+            candidates = [f'k{i}' for i in range(0, 400, 13)]
+            assert fast.settle(candidates) == reference.settle(candidates)
+    assert _state(fast) == _state(reference)
+    assert fast.evictions_total == reference.evictions_total > 1000
+
+
+def test_a_c_put_on_a_set_missing_a_field_raises_instead_of_crashing():
+    working_set = WorkingSet(capacity=2)
+    working_set.put('a', 1, importance=0.5, now=0.0)
+    del working_set._size_bytes
+    with pytest.raises(AttributeError):
+        working_set.put('b', 1, importance=0.5, now=1.0)

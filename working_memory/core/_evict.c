@@ -1,0 +1,641 @@
+/* The put/evict hot path of core/eviction.py's WorkingSet, in C (CPython C API only).
+ *
+ * Why C: issue 12 asks for evict within 2x cachetools.LRUCache per op with the audit trail kept;
+ * a stripped pure-Python copy of the design already costs 1.9x (BENCHMARKS.md), the interpreter's
+ * per-statement cost being the rest. This module does exactly what `PyWorkingSet.put` does for
+ * its common call (a str key, a float importance in [0, 1], a Source, no stamp, no size, bool
+ * flags), on the same Python objects: the slot lists, the dicts, `LevelRanking`'s levels and
+ * OrderedDicts, `TimeBase`'s fields, the ring log. Any other call, and every rare branch (a
+ * settlement, readmitted slots at the bottom level, a level to (re)order, another ranking),
+ * calls the Python code it would run, so the reference stays the one definition of behaviour.
+ *
+ * `WorkingSetCore` is a base class holding the working set's fields as members: Python code
+ * reads and writes them as attributes, this file reads them as struct fields. Pure: no ROS.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+/* Slot fields, as in core/ranking.py. */
+enum { KEY, VALUE, SOURCE, IMPORTANCE, STAMP, LAST_USED, STALE, EXEMPT, SIZE, SEQ, ITEM, OUT,
+       RECORD, NUMBER, SLOT_FIELDS };
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *slots, *ranking, *time, *exempt_prefixes, *removed_numbers, *returning;
+    PyObject *readmissions, *log, *capacity, *size_budget, *tick, *log_limit;
+    PyObject *size_bytes, *exempt_bytes;
+    PyObject *seq;   /* an object, not a count: touch_many reads and writes it in Python */
+    Py_ssize_t present, exempt_count, evictions_total;
+} Core;
+
+/* What configure() was given: the reference put, the classes and the helpers put needs. */
+static PyObject *reference_put, *source_type, *source_default, *record_type, *json_size_py;
+static PyObject *encode_ascii, *capacity_reason, *level_ranking_type, *timebase_type, *level_type;
+/* Offsets of the __slots__ fields of TimeBase, LevelRanking and _Level (read in place). */
+static Py_ssize_t off_last_ros, off_offset, off_last_effective, off_levels, off_order;
+static Py_ssize_t off_used, off_returned, off_ordered;
+static unsigned long long fast_puts, reference_puts;
+static PyTypeObject *odict_type;
+static PyObject *odict_popitem;   /* OrderedDict.popitem */
+
+static PyObject *s_importance, *s_now, *s_source, *s_stamp, *s_stale, *s_exempt, *s_size;
+static PyObject *s_defer, *s_settle, *s_last_eviction, *s_order_level, *s_unorder_lowest;
+static PyObject *s_pop_lowest, *s_add, *s_discard, *s_popitem, *empty_tuple, *one;
+
+#define FIELD(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+static PyObject *
+call_reference(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[16], **all = small, *result;
+    if (total + 1 > 16 && !(all = PyMem_Malloc((total + 1) * sizeof(PyObject *))))
+        return PyErr_NoMemory();
+    all[0] = self;
+    for (Py_ssize_t i = 0; i < total; i++)
+        all[i + 1] = args[i];
+    reference_puts++;
+    result = PyObject_Vectorcall(reference_put, all, nargs + 1, kwnames);
+    if (all != small)
+        PyMem_Free(all);
+    return result;
+}
+
+/* Byte length of the compact JSON of `value`, as items.json_size; -1 with an error set. */
+static Py_ssize_t
+json_size(PyObject *value)
+{
+    PyTypeObject *cls = Py_TYPE(value);
+    if (cls == &PyLong_Type) {
+        int overflow;
+        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (!overflow && !(number == -1 && PyErr_Occurred())) {
+            unsigned long long magnitude = number < 0 ? 0ULL - (unsigned long long)number
+                                                      : (unsigned long long)number;
+            Py_ssize_t length = number < 0 ? 2 : 1;
+            while (magnitude >= 10) {
+                magnitude /= 10;
+                length++;
+            }
+            return length;
+        }
+        PyErr_Clear();
+    } else if (cls == &PyFloat_Type) {
+        double number = PyFloat_AS_DOUBLE(value);
+        if (Py_IS_FINITE(number)) {
+            /* float.__repr__ is this call. */
+            char *text = PyOS_double_to_string(number, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+            if (!text)
+                return -1;
+            Py_ssize_t length = (Py_ssize_t)strlen(text);
+            PyMem_Free(text);
+            return length;
+        }
+    } else if (cls == &PyUnicode_Type && encode_ascii) {
+        PyObject *encoded = PyObject_CallOneArg(encode_ascii, value);
+        if (!encoded)
+            return -1;
+        Py_ssize_t length = PyObject_Length(encoded);
+        Py_DECREF(encoded);
+        return length;
+    } else if (value == Py_None || value == Py_True) {
+        return 4;
+    } else if (value == Py_False) {
+        return 5;
+    }
+    PyObject *size = PyObject_CallOneArg(json_size_py, value);
+    if (!size)
+        return -1;
+    Py_ssize_t length = PyLong_AsSsize_t(size);
+    Py_DECREF(size);
+    return length;
+}
+
+static int
+add_to(PyObject **field, PyObject *amount, int sign)
+{
+    PyObject *result = sign > 0 ? PyNumber_Add(*field, amount) : PyNumber_Subtract(*field, amount);
+    if (!result)
+        return -1;
+    Py_SETREF(*field, result);
+    return 0;
+}
+
+/* The LevelRanking level of `importance`, borrowed; NULL without an error if absent. */
+static PyObject *
+level_of(PyObject *ranking, PyObject *importance)
+{
+    PyObject *levels = FIELD(ranking, off_levels);
+    if (!levels || !PyDict_CheckExact(levels)) {
+        PyErr_SetString(PyExc_RuntimeError, "LevelRanking._levels is not a dict");
+        return NULL;
+    }
+    return PyDict_GetItemWithError(levels, importance);
+}
+
+/* ranking.add(slot): LevelRanking's in place, any other's by its method. */
+static int
+ranking_add(PyObject *ranking, PyObject *slot)
+{
+    if (Py_TYPE(ranking) != (PyTypeObject *)level_ranking_type) {
+        PyObject *done = PyObject_CallMethodOneArg(ranking, s_add, slot);
+        Py_XDECREF(done);
+        return done ? 0 : -1;
+    }
+    PyObject *importance = PyList_GET_ITEM(slot, IMPORTANCE);
+    PyObject *level = level_of(ranking, importance), *made = NULL;
+    if (!level && PyErr_Occurred())
+        return -1;
+    if (!level || FIELD(level, off_ordered) != Py_True) {
+        made = level = PyObject_CallMethodOneArg(ranking, s_order_level, importance);
+        if (!made)
+            return -1;
+    }
+    PyObject *used = FIELD(level, off_used);
+    int failed = PyObject_SetItem(used, PyList_GET_ITEM(slot, KEY), slot);
+    Py_XDECREF(made);
+    return failed;
+}
+
+/* ranking.discard(slot) of a present slot. */
+static int
+ranking_discard(PyObject *ranking, PyObject *slot)
+{
+    if (Py_TYPE(ranking) != (PyTypeObject *)level_ranking_type) {
+        PyObject *done = PyObject_CallMethodOneArg(ranking, s_discard, slot);
+        Py_XDECREF(done);
+        return done ? 0 : -1;
+    }
+    PyObject *key = PyList_GET_ITEM(slot, KEY);
+    PyObject *level = level_of(ranking, PyList_GET_ITEM(slot, IMPORTANCE));
+    if (!level) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, PyList_GET_ITEM(slot, IMPORTANCE));
+        return -1;
+    }
+    PyObject *used = FIELD(level, off_used);
+    int found = PyDict_Contains(used, key);   /* an OrderedDict is a dict underneath */
+    if (found < 0)
+        return -1;
+    return PyObject_DelItem(found ? used : FIELD(level, off_returned), key);
+}
+
+/* ranking.pop_lowest(): a new reference to the lowest slot, removed from the ranking. */
+static PyObject *
+ranking_pop_lowest(PyObject *ranking)
+{
+    if (Py_TYPE(ranking) != (PyTypeObject *)level_ranking_type)
+        return PyObject_CallMethodNoArgs(ranking, s_pop_lowest);
+    for (;;) {
+        PyObject *order = FIELD(ranking, off_order);
+        if (!order || !PyList_CheckExact(order) || PyList_GET_SIZE(order) == 0)
+            return PyObject_CallMethodNoArgs(ranking, s_pop_lowest);
+        PyObject *level = level_of(ranking, PyList_GET_ITEM(order, 0));
+        if (!level)
+            return PyErr_Occurred() ? NULL : PyObject_CallMethodNoArgs(ranking, s_pop_lowest);
+        PyObject *returned = FIELD(level, off_returned);
+        if (!returned || PyObject_IsTrue(returned) != 0)   /* readmitted slots rank in between: Python's way */
+            return PyObject_CallMethodNoArgs(ranking, s_pop_lowest);
+        PyObject *used = FIELD(level, off_used);
+        if (PyDict_GET_SIZE(used)) {
+            /* used.popitem(last=False), without looking the method up when it is an OrderedDict */
+            PyObject *args[2] = {used, Py_False};
+            PyObject *pair = Py_TYPE(used) == odict_type
+                ? PyObject_Vectorcall(odict_popitem, args, 2, NULL)
+                : PyObject_VectorcallMethod(s_popitem, args, 2, NULL);
+            if (!pair)
+                return NULL;
+            PyObject *slot = PyTuple_GET_ITEM(pair, 1);
+            Py_INCREF(slot);
+            Py_DECREF(pair);
+            return slot;
+        }
+        PyObject *done = PyObject_CallMethodNoArgs(ranking, s_unorder_lowest);
+        if (!done)
+            return NULL;
+        Py_DECREF(done);
+    }
+}
+
+static int
+set_slot(PyObject *slot, int field, PyObject *value)
+{
+    Py_INCREF(value);
+    return PyList_SetItem(slot, field, value);
+}
+
+/* WorkingSet._evict_lowest(reason, records, stamp) while `_returning` is empty. */
+static int
+evict_lowest(Core *self, PyObject *reason, PyObject *records, PyObject *stamp)
+{
+    PyObject *slot = ranking_pop_lowest(self->ranking);
+    if (!slot)
+        return -1;
+    if (!PyList_CheckExact(slot) || PyList_GET_SIZE(slot) != SLOT_FIELDS) {
+        Py_DECREF(slot);
+        PyErr_SetString(PyExc_RuntimeError, "the ranking returned something else than a slot");
+        return -1;
+    }
+    int failed = -1;
+    set_slot(slot, OUT, Py_True);
+    self->present--;
+    if (add_to(&self->size_bytes, PyList_GET_ITEM(slot, SIZE), -1) < 0)
+        goto done;
+    PyObject *key = PyList_GET_ITEM(slot, KEY);
+    if (PyDict_GET_SIZE(self->readmissions)) {
+        int found = PyDict_Contains(self->readmissions, key);
+        if (found < 0 || (found && PyDict_DelItem(self->readmissions, key) < 0))
+            goto done;
+    }
+    /* No returning check: put evicts here only when nothing is returning (else it settles). */
+    PyObject *record = ((PyTypeObject *)record_type)->tp_alloc((PyTypeObject *)record_type, 6);
+    if (!record)
+        goto done;
+    PyObject *fields[6] = {self->tick, key, PyList_GET_ITEM(slot, IMPORTANCE),
+                           PyList_GET_ITEM(slot, LAST_USED), reason, stamp};
+    for (int i = 0; i < 6; i++) {
+        Py_INCREF(fields[i]);
+        PyTuple_SET_ITEM(record, i, fields[i]);
+    }
+    Py_ssize_t number = self->evictions_total;
+    PyObject *number_object = PyLong_FromSsize_t(number);
+    Py_ssize_t limit = PyLong_AsSsize_t(self->log_limit);
+    if (!number_object || (limit == -1 && PyErr_Occurred())) {
+        Py_XDECREF(number_object);
+        Py_DECREF(record);
+        goto done;
+    }
+    set_slot(slot, RECORD, record);
+    PyList_SetItem(slot, NUMBER, number_object);
+    self->evictions_total = number + 1;
+    if (number < limit)
+        failed = PyList_Append(self->log, record);
+    else
+        failed = PyList_SetItem(self->log, number % limit, Py_NewRef(record));
+    if (!failed)
+        failed = PyList_Append(records, record);
+    Py_DECREF(record);
+done:
+    Py_DECREF(slot);
+    return failed;
+}
+
+static int
+is_exempt_key(Core *self, PyObject *key)
+{
+    PyObject *prefixes = self->exempt_prefixes;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(prefixes); i++) {
+        Py_ssize_t match = PyUnicode_Tailmatch(key, PyTuple_GET_ITEM(prefixes, i), 0,
+                                               PY_SSIZE_T_MAX, -1);
+        if (match)
+            return (int)match;
+    }
+    return 0;
+}
+
+static PyObject *
+settle_evicted(Core *self)
+{
+    PyObject *pair = PyObject_CallMethodOneArg((PyObject *)self, s_settle, empty_tuple);
+    if (!pair)
+        return NULL;
+    PyObject *evicted = PyTuple_GetItem(pair, 0);
+    Py_XINCREF(evicted);
+    Py_DECREF(pair);
+    return evicted;
+}
+
+/* WorkingSet.put: the common call here, any other by the reference. */
+static PyObject *
+core_put(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *importance = NULL, *now = NULL, *source = source_default, *stale = Py_False;
+    PyObject *exempt_arg = Py_False, *defer = Py_False;
+    if (nargs != 2 || !kwnames || !reference_put)
+        return call_reference((PyObject *)self, args, nargs, kwnames);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i), *value = args[nargs + i];
+        if (name == s_importance) importance = value;
+        else if (name == s_now) now = value;
+        else if (name == s_source) source = value;
+        else if (name == s_stale) stale = value;
+        else if (name == s_exempt) exempt_arg = value;
+        else if (name == s_defer) defer = value;
+        else if ((name == s_stamp || name == s_size) && value == Py_None) continue;
+        else return call_reference((PyObject *)self, args, nargs, kwnames);
+    }
+    PyObject *key = args[0], *value = args[1], *time = self->time;
+    if (!importance || !now || Py_TYPE(key) != &PyUnicode_Type || PyUnicode_GET_LENGTH(key) == 0
+        || Py_TYPE(importance) != &PyFloat_Type || !(PyFloat_AS_DOUBLE(importance) >= 0.0
+                                                     && PyFloat_AS_DOUBLE(importance) <= 1.0)
+        || Py_TYPE(source) != (PyTypeObject *)source_type || !PyBool_Check(stale)
+        || !PyBool_Check(exempt_arg) || !PyBool_Check(defer) || Py_TYPE(now) != &PyFloat_Type
+        || !time || Py_TYPE(time) != (PyTypeObject *)timebase_type || !self->slots
+        || !PyDict_CheckExact(self->slots) || !self->exempt_prefixes
+        || !PyTuple_CheckExact(self->exempt_prefixes) || !self->ranking || !self->log
+        || !PyList_CheckExact(self->log) || !self->returning || !PyDict_CheckExact(self->returning)
+        || !self->readmissions || !PyDict_CheckExact(self->readmissions)
+        || !self->removed_numbers || !PyDict_CheckExact(self->removed_numbers) || !self->seq
+        || !self->size_bytes || !self->exempt_bytes || !self->capacity || !self->size_budget
+        || !self->tick || !self->log_limit)
+        return call_reference((PyObject *)self, args, nargs, kwnames);
+    /* TimeBase.observe's forward case; any other time is the reference's to check. */
+    PyObject *last_ros = FIELD(time, off_last_ros), *offset = FIELD(time, off_offset);
+    PyObject *last_effective = FIELD(time, off_last_effective);
+    double now_s = PyFloat_AS_DOUBLE(now);
+    if (!last_ros || Py_TYPE(last_ros) != &PyFloat_Type || !(PyFloat_AS_DOUBLE(last_ros) <= now_s)
+        || !(now_s < Py_HUGE_VAL) || !offset || Py_TYPE(offset) != &PyFloat_Type
+        || !last_effective || Py_TYPE(last_effective) != &PyFloat_Type)
+        return call_reference((PyObject *)self, args, nargs, kwnames);
+    Py_ssize_t size = json_size(value);
+    if (size < 0) {   /* not strict JSON: the reference raises its ValueError */
+        PyErr_Clear();
+        return call_reference((PyObject *)self, args, nargs, kwnames);
+    }
+    fast_puts++;
+    /* From here on the put happens: the checks above are the reference's. */
+    double effective_s = now_s + PyFloat_AS_DOUBLE(offset);
+    PyObject *effective;
+    if (effective_s < PyFloat_AS_DOUBLE(last_effective)) {
+        effective = Py_NewRef(last_effective);
+    } else if (!(effective = PyFloat_FromDouble(effective_s))) {
+        return NULL;
+    }
+    Py_SETREF(FIELD(time, off_last_ros), Py_NewRef(now));
+    Py_SETREF(FIELD(time, off_last_effective), Py_NewRef(effective));
+
+    PyObject *result = NULL, *slot = NULL, *size_object = NULL, *seq_object = NULL;
+    int exempt = exempt_arg == Py_True || is_exempt_key(self, key);
+    if (exempt < 0)
+        goto done;
+    if (!(seq_object = PyNumber_Add(self->seq, one)))
+        goto done;
+    Py_SETREF(self->seq, Py_NewRef(seq_object));
+    if (!(size_object = PyLong_FromSsize_t(size)) || !(slot = PyList_New(SLOT_FIELDS)))
+        goto done;
+    PyObject *fields[SLOT_FIELDS] = {key, value, source, importance, now, effective, stale,
+                                     exempt ? Py_True : Py_False, size_object, seq_object,
+                                     Py_None, Py_False, Py_None, Py_None};
+    for (int i = 0; i < SLOT_FIELDS; i++)
+        PyList_SET_ITEM(slot, i, Py_NewRef(fields[i]));
+    /* One lookup in the dict of every key ever put: it inserts a new key's slot. */
+    PyObject *old = PyDict_SetDefault(self->slots, key, slot);
+    if (!old)
+        goto done;
+    if (old != slot) {
+        Py_INCREF(old);
+        int out = PyObject_IsTrue(PyList_GET_ITEM(old, OUT));
+        set_slot(slot, RECORD, PyList_GET_ITEM(old, RECORD));
+        set_slot(slot, NUMBER, PyList_GET_ITEM(old, NUMBER));
+        int failed = out < 0;
+        if (out > 0) {
+            self->present++;
+            failed = PyDict_SetItem(self->returning, key, PyList_GET_ITEM(old, RECORD));
+        } else if (!failed) {   /* WorkingSet._forget(old) */
+            PyObject *old_size = PyList_GET_ITEM(old, SIZE);
+            failed = add_to(&self->size_bytes, old_size, -1);
+            if (!failed && PyList_GET_ITEM(old, EXEMPT) == Py_True) {
+                self->exempt_count--;
+                failed = add_to(&self->exempt_bytes, old_size, -1);
+            } else if (!failed) {
+                failed = ranking_discard(self->ranking, old);
+            }
+        }
+        Py_DECREF(old);
+        if (failed || PyDict_SetItem(self->slots, key, slot) < 0)
+            goto done;
+    } else {
+        self->present++;
+        if (PyDict_GET_SIZE(self->removed_numbers)) {
+            PyObject *number = PyDict_GetItemWithError(self->removed_numbers, key);
+            if (!number && PyErr_Occurred())
+                goto done;
+            if (number) {
+                set_slot(slot, NUMBER, number);
+                if (PyDict_DelItem(self->removed_numbers, key) < 0)
+                    goto done;
+                PyObject *record = PyObject_CallMethodOneArg((PyObject *)self, s_last_eviction,
+                                                             key);
+                if (!record || PyList_SetItem(slot, RECORD, record) < 0)
+                    goto done;
+            }
+        }
+    }
+    if (add_to(&self->size_bytes, size_object, 1) < 0)
+        goto done;
+    if (exempt) {
+        self->exempt_count++;
+        if (add_to(&self->exempt_bytes, size_object, 1) < 0)
+            goto done;
+    } else if (ranking_add(self->ranking, slot) < 0) {
+        goto done;
+    }
+    if (defer == Py_True) {
+        result = PyList_New(0);
+        goto done;
+    }
+    if (PyDict_GET_SIZE(self->returning) || self->size_budget != Py_None) {
+        result = settle_evicted(self);
+        goto done;
+    }
+    int overflow;
+    long long capacity = PyLong_AsLongLongAndOverflow(self->capacity, &overflow);
+    if (capacity == -1 && PyErr_Occurred())
+        goto done;
+    if (overflow > 0 || self->present - capacity <= 0) {
+        result = PyList_New(0);
+        goto done;
+    }
+    if (self->present - capacity > 1 || self->present == self->exempt_count) {
+        result = settle_evicted(self);
+        goto done;
+    }
+    /* The steady churn: one item over capacity, one eviction. */
+    if (!(result = PyList_New(0)))
+        goto done;
+    if (evict_lowest(self, capacity_reason, result, effective) < 0)
+        Py_CLEAR(result);
+done:
+    Py_DECREF(effective);
+    Py_XDECREF(slot);
+    Py_XDECREF(size_object);
+    Py_XDECREF(seq_object);
+    return result;
+}
+
+static int
+core_traverse(Core *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->slots); Py_VISIT(self->ranking); Py_VISIT(self->time);
+    Py_VISIT(self->exempt_prefixes); Py_VISIT(self->removed_numbers); Py_VISIT(self->returning);
+    Py_VISIT(self->readmissions); Py_VISIT(self->log); Py_VISIT(self->capacity);
+    Py_VISIT(self->size_budget); Py_VISIT(self->tick); Py_VISIT(self->log_limit);
+    Py_VISIT(self->size_bytes); Py_VISIT(self->exempt_bytes); Py_VISIT(self->seq);
+    return 0;
+}
+
+static int
+core_clear(Core *self)
+{
+    Py_CLEAR(self->slots); Py_CLEAR(self->ranking); Py_CLEAR(self->time);
+    Py_CLEAR(self->exempt_prefixes); Py_CLEAR(self->removed_numbers); Py_CLEAR(self->returning);
+    Py_CLEAR(self->readmissions); Py_CLEAR(self->log); Py_CLEAR(self->capacity);
+    Py_CLEAR(self->size_budget); Py_CLEAR(self->tick); Py_CLEAR(self->log_limit);
+    Py_CLEAR(self->size_bytes); Py_CLEAR(self->exempt_bytes); Py_CLEAR(self->seq);
+    return 0;
+}
+
+static void
+core_dealloc(Core *self)
+{
+    PyObject_GC_UnTrack(self);
+    core_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+#define OBJECT_MEMBER(name, field) {name, T_OBJECT_EX, offsetof(Core, field), 0, NULL}
+#define COUNT_MEMBER(name, field) {name, T_PYSSIZET, offsetof(Core, field), 0, NULL}
+
+static PyMemberDef core_members[] = {
+    OBJECT_MEMBER("_slots", slots), OBJECT_MEMBER("_ranking", ranking),
+    OBJECT_MEMBER("_time", time), OBJECT_MEMBER("_exempt_prefixes", exempt_prefixes),
+    OBJECT_MEMBER("_removed_numbers", removed_numbers), OBJECT_MEMBER("_returning", returning),
+    OBJECT_MEMBER("_readmissions", readmissions), OBJECT_MEMBER("_log", log),
+    OBJECT_MEMBER("_capacity", capacity), OBJECT_MEMBER("_size_budget", size_budget),
+    OBJECT_MEMBER("_tick", tick), OBJECT_MEMBER("_log_limit", log_limit),
+    OBJECT_MEMBER("_size_bytes", size_bytes), OBJECT_MEMBER("_exempt_bytes", exempt_bytes),
+    OBJECT_MEMBER("_seq", seq), COUNT_MEMBER("_present", present),
+    COUNT_MEMBER("_exempt_count", exempt_count), COUNT_MEMBER("_evictions_total", evictions_total),
+    {NULL}
+};
+
+static PyMethodDef core_methods[] = {
+    {"put", (PyCFunction)(void (*)(void))core_put, METH_FASTCALL | METH_KEYWORDS,
+     "Insert or replace an item, then evict to fit (see PyWorkingSet.put)."},
+    {NULL}
+};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "working_memory.core._evict.WorkingSetCore",
+    .tp_basicsize = sizeof(Core),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The fields of a WorkingSet and its put in C.",
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)core_dealloc,
+    .tp_traverse = (traverseproc)core_traverse,
+    .tp_clear = (inquiry)core_clear,
+    .tp_members = core_members,
+    .tp_methods = core_methods,
+};
+
+/* The offset of a __slots__ field of a Python class; -1 with an error set. */
+static Py_ssize_t
+slot_offset(PyObject *cls, const char *name)
+{
+    PyObject *descriptor = PyObject_GetAttrString(cls, name);
+    if (!descriptor)
+        return -1;
+    Py_ssize_t offset = -1;
+    if (Py_TYPE(descriptor) == &PyMemberDescr_Type
+        && ((PyMemberDescrObject *)descriptor)->d_member->type == T_OBJECT_EX)
+        offset = ((PyMemberDescrObject *)descriptor)->d_member->offset;
+    else
+        PyErr_Format(PyExc_TypeError, "%R.%s is not a __slots__ field", cls, name);
+    Py_DECREF(descriptor);
+    return offset;
+}
+
+static PyObject *
+configure(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"reference_put", "source_type", "source_default", "record_type",
+                            "json_size", "encode_ascii", "capacity_reason", "level_ranking",
+                            "level", "timebase", NULL};
+    PyObject *values[10];
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOO", names, &values[0], &values[1],
+                                     &values[2], &values[3], &values[4], &values[5], &values[6],
+                                     &values[7], &values[8], &values[9]))
+        return NULL;
+    for (int i = 7; i < 10; i++) {
+        if (!PyType_Check(values[i]))
+            return PyErr_Format(PyExc_TypeError, "%s must be a class", names[i]);
+    }
+    if (!PyType_Check(values[1]) || !PyType_Check(values[3])
+        || !PyType_IsSubtype((PyTypeObject *)values[3], &PyTuple_Type))
+        return PyErr_Format(PyExc_TypeError, "source_type and record_type (a tuple) are classes");
+    if ((off_last_ros = slot_offset(values[9], "_last_ros")) < 0
+        || (off_offset = slot_offset(values[9], "_offset")) < 0
+        || (off_last_effective = slot_offset(values[9], "_last_effective")) < 0
+        || (off_levels = slot_offset(values[7], "_levels")) < 0
+        || (off_order = slot_offset(values[7], "_order")) < 0
+        || (off_used = slot_offset(values[8], "used")) < 0
+        || (off_returned = slot_offset(values[8], "returned")) < 0
+        || (off_ordered = slot_offset(values[8], "ordered")) < 0)
+        return NULL;
+    PyObject **targets[10] = {&reference_put, &source_type, &source_default, &record_type,
+                              &json_size_py, &encode_ascii, &capacity_reason, &level_ranking_type,
+                              &level_type, &timebase_type};
+    for (int i = 0; i < 10; i++)
+        Py_XSETREF(*targets[i], Py_NewRef(values[i]));
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+counts(PyObject *module, PyObject *unused)
+{
+    return Py_BuildValue("{sKsK}", "fast", fast_puts, "reference", reference_puts);
+}
+
+static PyMethodDef module_methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
+     "Give put the reference put, the classes and helpers of eviction.py it works with."},
+    {"counts", counts, METH_NOARGS,
+     "Return {'fast': puts done here, 'reference': puts passed to the reference} so far."},
+    {NULL}
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "working_memory.core._evict",
+    "The WorkingSet's put/evict hot path in C (see core/eviction.py).", -1, module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__evict(void)
+{
+    struct { PyObject **target; const char *text; } strings[] = {
+        {&s_importance, "importance"}, {&s_now, "now"}, {&s_source, "source"},
+        {&s_stamp, "stamp"}, {&s_stale, "stale"}, {&s_exempt, "exempt"}, {&s_size, "size"},
+        {&s_defer, "defer_eviction"}, {&s_settle, "_settle"}, {&s_last_eviction, "last_eviction"},
+        {&s_order_level, "_order_level"}, {&s_unorder_lowest, "_unorder_lowest"},
+        {&s_pop_lowest, "pop_lowest"}, {&s_add, "add"}, {&s_discard, "discard"},
+        {&s_popitem, "popitem"},
+    };
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+        if (!(*strings[i].target = PyUnicode_InternFromString(strings[i].text)))
+            return NULL;
+    }
+    if (!(empty_tuple = PyTuple_New(0)) || !(one = PyLong_FromLong(1))
+        || PyType_Ready(&CoreType) < 0)
+        return NULL;
+    PyObject *collections = PyImport_ImportModule("collections");
+    if (!collections)
+        return NULL;
+    odict_type = (PyTypeObject *)PyObject_GetAttrString(collections, "OrderedDict");
+    Py_DECREF(collections);
+    if (!odict_type || !(odict_popitem = PyObject_GetAttrString((PyObject *)odict_type,
+                                                                "popitem")))
+        return NULL;
+    PyObject *module = PyModule_Create(&module_def);
+    if (!module)
+        return NULL;
+    Py_INCREF(&CoreType);
+    if (PyModule_AddObject(module, "WorkingSetCore", (PyObject *)&CoreType) < 0) {
+        Py_DECREF(&CoreType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
