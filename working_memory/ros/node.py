@@ -163,6 +163,8 @@ class WorkingMemoryNode(LifecycleNode):
         # the states without ticks (it runs without /clock too).
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics',
                                                       qos.diagnostics_qos())
+        # Their QoS events are not reported: no handlers in the executor's wait sets.
+        qos.drop_event_handlers(self, self.publishers)
         self._start_idle_diagnostics()
 
     # -- lifecycle ------------------------------------------------------------
@@ -180,6 +182,8 @@ class WorkingMemoryNode(LifecycleNode):
             self._views = Views(self, manifests, config.map_frame) if config.views else None
             if config.map_windows == 'reference':
                 self._windows = WindowTopics(self, manifests, config.map_frame)
+            qos.drop_event_handlers(self, [publisher for publisher in self.publishers if publisher
+                                           not in (self._frame_pub, self._evictions_pub)])
         except (ParameterException, ValueError, OSError) as error:
             # ManifestError is a ValueError; each names the parameter or field at fault.
             self.get_logger().error(f'configure failed: {error}')
@@ -642,7 +646,9 @@ class WorkingMemoryNode(LifecycleNode):
 
         def lost(info) -> None:
             self._memory.health.lost(topic, info.total_count)
-        return SubscriptionEventCallbacks(incompatible_qos=incompatible, message_lost=lost)
+        # Only what /diagnostics reports: no default handlers (each costs every wait set).
+        return SubscriptionEventCallbacks(incompatible_qos=incompatible, message_lost=lost,
+                                          use_default_callbacks=False)
 
     def _output_events(self, topic: str) -> PublisherEventCallbacks:
         def incompatible(info) -> None:
@@ -650,7 +656,7 @@ class WorkingMemoryNode(LifecycleNode):
             self._memory.health.output_incompatible(topic, info.total_count, policy)
             self.get_logger().error(f'{topic}: a subscriber requests incompatible QoS '
                                     f'({policy}); it receives nothing')
-        return PublisherEventCallbacks(incompatible_qos=incompatible)
+        return PublisherEventCallbacks(incompatible_qos=incompatible, use_default_callbacks=False)
 
     # -- services -------------------------------------------------------------
 
