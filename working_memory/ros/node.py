@@ -52,6 +52,7 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        check_parameter, check_refused, config_from_values,
                                        drop_cabin, drop_param_spec)
 from working_memory.ros.spin import Intake, run_node
+from working_memory.ros.tick_grid import TickGrid
 from working_memory.ros.views import Views
 from working_memory.ros.window_topics import WindowTopics
 from working_memory.srv import Assemble, Explain
@@ -139,6 +140,8 @@ class WorkingMemoryNode(LifecycleNode):
         self._intake_timer: Timer | None = None
         self._jump_handle: JumpHandle | None = None
         self._timer: Timer | None = None
+        # Which period the tick timer's last tick served (ros/tick_grid.py).
+        self._grid: TickGrid | None = None
         self._frame_pub = self._evictions_pub = None
         # Why the node is unconfigured (a failed configure, an error), for /diagnostics.
         self._failure: str | None = None
@@ -160,6 +163,8 @@ class WorkingMemoryNode(LifecycleNode):
         # the states without ticks (it runs without /clock too).
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics',
                                                       qos.diagnostics_qos())
+        # Their QoS events are not reported: no handlers in the executor's wait sets.
+        qos.drop_event_handlers(self, self.publishers)
         self._start_idle_diagnostics()
 
     # -- lifecycle ------------------------------------------------------------
@@ -177,6 +182,8 @@ class WorkingMemoryNode(LifecycleNode):
             self._views = Views(self, manifests, config.map_frame) if config.views else None
             if config.map_windows == 'reference':
                 self._windows = WindowTopics(self, manifests, config.map_frame)
+            qos.drop_event_handlers(self, [publisher for publisher in self.publishers if publisher
+                                           not in (self._frame_pub, self._evictions_pub)])
         except (ParameterException, ValueError, OSError) as error:
             # ManifestError is a ValueError; each names the parameter or field at fault.
             self.get_logger().error(f'configure failed: {error}')
@@ -430,17 +437,32 @@ class WorkingMemoryNode(LifecycleNode):
     def _start_ticking(self) -> None:
         if not self._memory.config.trigger_topic:
             self._timer = self.create_timer(self._memory.config.tick_period_s,
-                                            self._on_tick)
+                                            self._on_tick_timer)
+            self._grid = TickGrid(self._timer.timer_period_ns, self._next_tick_ns())
 
     def _stop_ticking(self) -> None:
         if self._timer is not None:
             self.destroy_timer(self._timer)
             self._timer = None
+            self._grid = None
 
     def _on_trigger(self, msg: Empty) -> None:
         self._received(self._memory.config.trigger_topic)
         if self._active:
             self._on_tick()
+
+    def _on_tick_timer(self) -> None:
+        if self._grid.on_timer(self._next_tick_ns()):
+            self._on_tick()
+
+    def _tick_if_due(self) -> None:
+        """Tick first if the timer's tick is due but queued behind this callback (tick_grid)."""
+        if self._grid is not None and self._grid.due(self.get_clock().now().nanoseconds):
+            self._on_tick()
+
+    def _next_tick_ns(self) -> int:
+        """Return the tick timer's next call time on the node clock [ns]."""
+        return self.get_clock().now().nanoseconds + self._timer.time_until_next_call()
 
     def _on_tick(self) -> None:
         """Assemble and freeze one frame, then publish it, its evictions and diagnostics."""
@@ -531,6 +553,7 @@ class WorkingMemoryNode(LifecycleNode):
         if self._timer is not None:
             # Next tick one period after the jump, whatever the rcl version does.
             self._timer.reset()
+            self._grid.restart(self._next_tick_ns())
 
     # -- inputs -----------------------------------------------------------------
 
@@ -561,6 +584,7 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _on_intake(self) -> None:
         """Take queued inputs between ticks, in every configured state; leave room for a tick."""
+        self._tick_if_due()
         until_tick = None if self._timer is None else self._timer.time_until_next_call()
         budget = INTAKE_BUDGET_S
         if until_tick is not None:
@@ -571,12 +595,14 @@ class WorkingMemoryNode(LifecycleNode):
             self._intake_timer.timer_period_ns = period_ns
 
     def _on_map(self, msg: OccupancyGrid) -> None:
+        self._tick_if_due()
         memory, _ = self._received('map')
         grid = self._checked('map', conv.grid_from_msg, msg, memory.config.map_frame)
         if grid is not None:
             memory.grid = grid
 
     def _on_pose(self, topic: str, convert: Callable, msg: Odometry | PoseStamped) -> None:
+        self._tick_if_due()
         memory, _ = self._received(topic)
         pose = self._checked(topic, convert, msg, memory.config.map_frame)
         if pose is not None:
@@ -620,7 +646,9 @@ class WorkingMemoryNode(LifecycleNode):
 
         def lost(info) -> None:
             self._memory.health.lost(topic, info.total_count)
-        return SubscriptionEventCallbacks(incompatible_qos=incompatible, message_lost=lost)
+        # Only what /diagnostics reports: no default handlers (each costs every wait set).
+        return SubscriptionEventCallbacks(incompatible_qos=incompatible, message_lost=lost,
+                                          use_default_callbacks=False)
 
     def _output_events(self, topic: str) -> PublisherEventCallbacks:
         def incompatible(info) -> None:
@@ -628,12 +656,13 @@ class WorkingMemoryNode(LifecycleNode):
             self._memory.health.output_incompatible(topic, info.total_count, policy)
             self.get_logger().error(f'{topic}: a subscriber requests incompatible QoS '
                                     f'({policy}); it receives nothing')
-        return PublisherEventCallbacks(incompatible_qos=incompatible)
+        return PublisherEventCallbacks(incompatible_qos=incompatible, use_default_callbacks=False)
 
     # -- services -------------------------------------------------------------
 
     def _handle_assemble(self, request: Assemble.Request,
                          response: Assemble.Response) -> Assemble.Response:
+        self._tick_if_due()
         try:
             query = conv.assemble_query(request)
             pack = self._frame(query.tick).pack(query.cabin)
@@ -644,6 +673,7 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _handle_explain(self, request: Explain.Request,
                         response: Explain.Response) -> Explain.Response:
+        self._tick_if_due()
         try:
             query = conv.explain_query(request)
             # Only drops change at runtime and packs record them, so the current
@@ -674,24 +704,24 @@ class WorkingMemoryNode(LifecycleNode):
 EXECUTORS = ('single', 'events')
 
 
-def make_executor(context=None, kind: str = 'single') -> Executor:
-    """Return the executor the node runs in: `single` (default) or `events`, by measurement.
+def make_executor(context=None, kind: str = 'events') -> Executor:
+    """Return the executor the node runs in: `events` (default) or `single`, by measurement.
 
-    rclpy's single-threaded executor serves every ready timer before the
-    subscriptions of each wait, so a flood cannot starve the tick, and every
-    callback is short. With a board flood of ~14 000 msgs/s from another process
-    (2 shared cores, 100 Hz ticks) it kept 95-98 ticks/s (max gap 32 ms); a
+    `events` is rclpy's EventsExecutor (a C++ event queue, no wait set rebuilt per
+    wake-up): at 100 Hz ticks + a 1 kHz board it costs about a quarter less CPU than
+    the single-threaded executor, with less jitter (BENCHMARKS.md, "Issue 12, node
+    CPU"). It serves events in arrival order, so a due tick could wait behind a flood
+    of service requests; the node's own callbacks therefore tick first when the
+    tick is overdue (ros/tick_grid.py), and board and log never wake it (spin.Intake).
+    `single` is rclpy's SingleThreadedExecutor, which serves every ready timer before
+    the other entities of each wait: with a board flood of ~14 000 msgs/s from
+    another process (2 shared cores, 100 Hz ticks) it kept 95-98 ticks/s; a
     MultiThreadedExecutor with ingestion, tick and service callback groups kept
-    92-94 ticks/s (max gap 47 ms): threads only add GIL hand-overs. Board and log
-    never wake it (spin.Intake); a hung or never-reading service client does not
-    stall it. `events` is rclpy's experimental EventsExecutor (a C++ event queue, no
-    wait set rebuilt per wake-up: less CPU and jitter), but it serves callbacks in
-    arrival order, so a flood of service requests holds the tick back; BENCHMARKS.md
-    compares the two.
+    92-94 ticks/s: threads only add GIL hand-overs.
     """
-    if kind == 'events':
-        return EventsExecutor(context=context)
-    return SingleThreadedExecutor(context=context)
+    if kind == 'single':
+        return SingleThreadedExecutor(context=context)
+    return EventsExecutor(context=context)
 
 
 def main(args: list[str] | None = None) -> int:
@@ -699,7 +729,7 @@ def main(args: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='working_memory_node')
     parser.add_argument('--autostart', action='store_true',
                         help='configure and activate at start')
-    parser.add_argument('--executor', choices=EXECUTORS, default='single',
+    parser.add_argument('--executor', choices=EXECUTORS, default='events',
                         help='rclpy executor to spin in (default: %(default)s)')
     options = parser.parse_args(remove_ros_args(args if args is not None else sys.argv)[1:])
 

@@ -4,6 +4,10 @@ Subscribers of `~/frame` must use `frame_qos()`: a late subscriber (a planner th
 starts after the node) then receives the current frame at once.
 """
 
+from typing import Iterable
+
+from rclpy.node import Node
+from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 
@@ -78,3 +82,23 @@ def event_log_qos() -> QoSProfile:
 def diagnostics_qos() -> QoSProfile:
     """Return the QoS of /diagnostics: reliable, volatile, keep last 10 (as diagnostic_updater)."""
     return stream_qos(depth=10)
+
+
+def drop_event_handlers(node: Node, publishers: Iterable[Publisher]) -> int:
+    """Remove the QoS event handlers of `node`'s `publishers`; return how many were removed.
+
+    rclpy gives a publisher created without event callbacks default incompatible-QoS
+    and incompatible-type handlers that only log, and each handler is one more entity
+    in every wait set a wait-set executor builds (at every wake-up). For publishers
+    whose events the node does not report (/parameter_events, /diagnostics, windows,
+    views), that is CPU for nothing.
+    """
+    dropped = 0
+    for publisher in publishers:
+        for handler in publisher.event_handlers:
+            node.remove_waitable(handler)
+            handler.destroy()
+            dropped += 1
+        # Node.destroy_publisher removes what is left listed here.
+        publisher.event_handlers = []
+    return dropped

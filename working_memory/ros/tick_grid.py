@@ -1,0 +1,47 @@
+"""One tick per period of the tick timer, from whichever callback runs first after it is due.
+
+Pure Python (no rclpy). rclpy's EventsExecutor serves events in arrival order: a
+flood of service requests queued before a due timer holds the tick back for as
+long as the backlog lasts. The node therefore also ticks from its other
+callbacks when the timer's period has passed unserved, and the timer's own
+event, when it comes, finds its period served and skips. Times are the timer
+clock's [ns]; the grid is the timer's call times, learnt from its next call.
+"""
+
+from __future__ import annotations
+
+
+class TickGrid:
+    """The tick timer's grid of call times and the last grid point a tick served."""
+
+    def __init__(self, period_ns: int, next_call_ns: int):
+        """Start the grid of a timer of `period_ns` whose next call is at `next_call_ns` [ns]."""
+        if period_ns <= 0:
+            raise ValueError(f'tick period must be positive, not {period_ns} ns')
+        self.period_ns = period_ns
+        self.restart(next_call_ns)
+
+    def restart(self, next_call_ns: int) -> None:
+        """Follow a timer (re)started or reset: its next call is at `next_call_ns` [ns]."""
+        self._served = next_call_ns - self.period_ns
+
+    def on_timer(self, next_call_ns: int) -> bool:
+        """Return True if the timer's call, now next due at `next_call_ns` [ns], needs a tick.
+
+        The call served the grid point one period before its next call; False when
+        an earlier callback already ticked for it (half a period absorbs clock reads).
+        """
+        point = next_call_ns - self.period_ns
+        if point - self._served < self.period_ns // 2:
+            return False
+        self._served = point
+        return True
+
+    def due(self, now_ns: int) -> bool:
+        """Return True (and count it served) if a grid point passed unserved before `now_ns`."""
+        behind = now_ns - self._served
+        if behind < self.period_ns:
+            return False
+        # Periods missed entirely are skipped, as an rcl timer skips them.
+        self._served += behind - behind % self.period_ns
+        return True
