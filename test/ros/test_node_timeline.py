@@ -237,3 +237,18 @@ def test_a_reset_in_the_middle_of_a_board_flood(start_memory):
     ticks = [frame.tick for frame in probe.frames]
     assert ticks == sorted(set(ticks))
     ages_are_never_negative(probe)
+
+
+def test_ticks_go_on_when_use_sim_time_is_switched_on_and_off_at_runtime(start_memory):
+    from rclpy.parameter import Parameter
+    node, probe = start_memory({'tick_hz': TICK_HZ})
+    assert probe.spin_until(lambda: len(probe.frames) >= 3)
+    assert stamp(probe.frames[-1]) > 1e9          # system time
+    node.set_parameters([Parameter('use_sim_time', value=True)])
+    clock = SimClock(probe, 500.0)     # once the node subscribes /clock
+    on_sim = wait_stamp(probe, clock.advance, 500.0, 600.0)
+    # Ticks keep following sim time, one per period.
+    later = wait_for(probe, clock.advance, lambda f: f.tick >= on_sim.tick + 5, '5 ticks later')
+    assert 500.0 < stamp(later) < 600.0
+    node.set_parameters([Parameter('use_sim_time', value=False)])
+    assert wait_for(probe, clock.advance, lambda f: stamp(f) > 1e9, 'on system time again')

@@ -58,3 +58,20 @@ def test_never_two_ticks_for_one_grid_point(calls):
     points = [t // PERIOD for t in ticks]
     assert points == sorted(set(points))      # at most one tick per period, in order
     assert all(point >= 1 for point in points)   # none before the first point
+
+
+def test_a_timer_call_far_behind_the_served_points_follows_a_clock_that_moved_back():
+    system = 1_700_000_000 * 10**9
+    grid = TickGrid(PERIOD, next_call_ns=system)
+    assert grid.on_timer(system + PERIOD)
+    # Switched to sim time near zero, no callback told the grid: the timer's call restarts it.
+    assert grid.on_timer(2 * PERIOD)
+    assert not grid.due(PERIOD + 5)
+    assert grid.due(2 * PERIOD + 5)
+    assert not grid.on_timer(3 * PERIOD)      # that point was served by the callback
+
+
+def test_a_late_timer_call_within_a_backlog_never_ticks_twice():
+    grid = TickGrid(PERIOD, next_call_ns=PERIOD)
+    assert grid.due(50 * PERIOD + 1)          # callbacks served the points up to 50
+    assert not grid.on_timer(2 * PERIOD)      # the timer's event for point 1 comes very late

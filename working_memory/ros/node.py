@@ -18,7 +18,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.clock import Clock, ClockType, JumpHandle, JumpThreshold
+from rclpy.clock import Clock, ClockChange, ClockType, JumpHandle, JumpThreshold
 from rclpy.duration import Duration
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.exceptions import InvalidTopicNameException, ParameterException
@@ -63,6 +63,8 @@ NOT_ACTIVE = 'node is not active'
 # most INTAKE_BUDGET_S [s] per topic each time (less when a tick is due sooner).
 INTAKE_BUDGET_S = 0.008
 TICK_INTAKE_BUDGET_S = 0.002
+# Jumps that switch clocks (use_sim_time set at runtime), not a reset of the same clock.
+CLOCK_SWITCHES = (ClockChange.ROS_TIME_ACTIVATED, ClockChange.ROS_TIME_DEACTIVATED)
 
 
 @dataclass
@@ -318,10 +320,11 @@ class WorkingMemoryNode(LifecycleNode):
         ]
         self._intake_timer = self.create_timer(Intake.IDLE_PERIOD_S, self._on_intake,
                                                clock=Clock(clock_type=ClockType.STEADY_TIME))
-        # Any backward jump (a simulation reset) starts a new epoch.
+        # Any backward jump (a simulation reset) starts a new epoch; a switch to or from
+        # ROS time (use_sim_time set at runtime) moves the tick grid.
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
-                          on_clock_change=False),
+                          on_clock_change=True),
             post_callback=self._on_clock_jump)
 
     def _release(self) -> None:
@@ -452,7 +455,8 @@ class WorkingMemoryNode(LifecycleNode):
             self._on_tick()
 
     def _on_tick_timer(self) -> None:
-        if self._grid.on_timer(self._next_tick_ns()):
+        # An event queued before ticking stopped (deactivate, trigger mode) finds no grid.
+        if self._grid is not None and self._grid.on_timer(self._next_tick_ns()):
             self._on_tick()
 
     def _tick_if_due(self) -> None:
@@ -544,12 +548,20 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _on_clock_jump(self, jump) -> None:
         """Start a new epoch after the clock went backwards and re-arm the tick timer."""
+        if jump.clock_change in CLOCK_SWITCHES:
+            # use_sim_time set at runtime: the next tick's time judges the timeline as
+            # before; the tick grid follows the other clock's times now.
+            self._rearm_ticks()
+            return
         memory = self._memory
         delta = jump.delta.nanoseconds * 1e-9
         memory.timebase.observe(self._now())
         memory.health.clock_jumped(f'epoch {memory.timebase.epoch}: {delta:+.3f} s')
         self.get_logger().warning(f'clock jumped back {delta:+.3f} s: epoch '
                                   f'{memory.timebase.epoch}')
+        self._rearm_ticks()
+
+    def _rearm_ticks(self) -> None:
         if self._timer is not None:
             # Next tick one period after the jump, whatever the rcl version does.
             self._timer.reset()

@@ -14,11 +14,17 @@ from __future__ import annotations
 class TickGrid:
     """The tick timer's grid of call times and the last grid point a tick served."""
 
+    # A timer call this many periods (at least 1 s) behind the last point served is
+    # taken as a clock that moved back: a queue of late events is never that long.
+    RESYNC_PERIODS = 100
+    RESYNC_MIN_NS = 1_000_000_000
+
     def __init__(self, period_ns: int, next_call_ns: int):
         """Start the grid of a timer of `period_ns` whose next call is at `next_call_ns` [ns]."""
         if period_ns <= 0:
             raise ValueError(f'tick period must be positive, not {period_ns} ns')
         self.period_ns = period_ns
+        self._resync_ns = max(self.RESYNC_PERIODS * period_ns, self.RESYNC_MIN_NS)
         self.restart(next_call_ns)
 
     def restart(self, next_call_ns: int) -> None:
@@ -30,9 +36,11 @@ class TickGrid:
 
         The call served the grid point one period before its next call; False when
         an earlier callback already ticked for it (half a period absorbs clock reads).
+        A call far behind the served points (the clock moved back) restarts the grid.
         """
         point = next_call_ns - self.period_ns
-        if point - self._served < self.period_ns // 2:
+        ahead = point - self._served
+        if -self._resync_ns < ahead < self.period_ns // 2:
             return False
         self._served = point
         return True
