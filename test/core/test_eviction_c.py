@@ -1,6 +1,8 @@
 """WorkingSet's put in C (core/_evict.c) behaves exactly as the pure-Python PyWorkingSet."""
 
+import copy
 import math
+import pickle
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -291,3 +293,17 @@ def test_a_value_whose_measuring_replaces_the_timebase_puts_as_the_reference_doe
         states.append(_state(working_set))
     assert results[0] == results[1] and states[0] == states[1]
 
+
+@pytest.mark.parametrize('clone', [copy.deepcopy, lambda ws: pickle.loads(pickle.dumps(ws))],
+                         ids=['deepcopy', 'pickle'])
+def test_a_copied_working_set_has_the_same_contents_and_evolves_on_its_own(clone):
+    working_set = WorkingSet(3, size_budget=40, log_limit=4)
+    for step in range(8):
+        working_set.put(f'k{step % 5}', step, importance=(0.1, 0.9)[step % 2], now=float(step))
+    working_set.put('goal:g', 'x', importance=0.5, now=9.0)
+    copied = clone(working_set)
+    assert type(copied) is WorkingSet and _state(copied) == _state(working_set)
+    reference = copy.deepcopy(working_set)
+    copied.put('new', 1, importance=0.9, now=10.0)
+    assert 'new' in copied and 'new' not in working_set
+    assert _state(working_set) == _state(reference)
