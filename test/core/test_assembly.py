@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from working_memory.core.assembly import Assembler, event_item_key
 from working_memory.core.board import BoardSnapshot
 from working_memory.core.eventlog import EventLog
-from working_memory.core.eviction import WorkingSet
+from working_memory.core.eviction import PyWorkingSet, WorkingSet
 from working_memory.core.frames import FrameStore, pack_digest
 from working_memory.core.gridmap import GridMap, UNKNOWN
 from working_memory.core.items import BoardEntry, Event, EventKind, MissingReason, Source
@@ -630,3 +630,13 @@ def test_served_items_are_fresh_board_truth_and_everything_else_is_explained(
                                               pack.missing)
         non_exempt = [k for k in world.working_set.keys() if not k.startswith(('goal', 'safety'))]
         assert len(world.working_set) <= capacity or not non_exempt
+
+
+def test_the_pure_python_reference_working_set_is_accepted_and_a_non_working_set_is_not():
+    manifests = {'planner': Manifest.from_dict('planner', {'board_keys': ['pose']})}
+    board = BoardSnapshot()
+    board.apply([BoardEntry('pose', {'x': 1.0}, 0.0)])
+    frame = Assembler(manifests, PyWorkingSet(3)).assemble(1, 1.0, board, EventLog(10), None)
+    assert keys(frame.pack('planner')) == ['pose']
+    with pytest.raises(ValueError, match='working_set: must be a WorkingSet'):
+        Assembler(manifests, {})

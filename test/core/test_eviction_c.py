@@ -1,14 +1,21 @@
 """WorkingSet's put in C (core/_evict.c) behaves exactly as the pure-Python PyWorkingSet."""
 
+import copy
 import math
+import pickle
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from working_memory.core import eviction
+from working_memory.core.assembly import Assembler
+from working_memory.core.board import BoardSnapshot
+from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import (HalfLifeBlend, ImportanceLRU, PyWorkingSet,
                                           WorkingSet)
-from working_memory.core.items import Source
+from working_memory.core.items import BoardEntry, Event, EventKind, Source
+from working_memory.core.manifest import Manifest
+from working_memory.core.timebase import TimeBase
 
 
 def test_the_built_package_puts_in_c():
@@ -58,7 +65,7 @@ VALUES = st.one_of(st.integers(min_value=-10**25, max_value=10**25), st.floats()
                    st.just(object()), st.just(Source.BOARD))
 FIELDS = st.fixed_dictionaries({}, optional={
     'source': st.sampled_from([Source.BOARD, Source.LOG, 'board', 'nonsense']),
-    'stamp': st.sampled_from([None, 1.5, math.inf]),
+    'stamp': st.sampled_from([None, 1.5, -2.0, 0.0, 3, math.inf, math.nan, 'x']),
     'stale': st.sampled_from([False, True, 0, 1]),
     'exempt': st.sampled_from([False, True, 0, 'yes']),
     'size': st.sampled_from([None, 0, 7, 500, -1]),
@@ -68,13 +75,20 @@ FIELDS = st.fixed_dictionaries({}, optional={
 STEPS = st.sampled_from([1.0, 1.0, 1.0, 0.5, 0.0, -3.0, 'int', 'nan'])
 
 # The common call (the C path), drawn most often, beside every other kind of put.
+# The assembler's put: value by keyword, a float stamp, eviction deferred to its settle().
+ASSEMBLER_FIELDS = st.fixed_dictionaries({
+    'stamp': st.sampled_from([0.25, 7.5, -1.0]), 'defer_eviction': st.just(True),
+    'source': st.sampled_from([Source.BOARD, Source.LOG]), 'exempt': st.booleans()})
 COMMON_PUT = st.tuples(st.just('put'), KEYS,
-                       st.integers(-5, 5) | st.floats(0, 9) | st.text(max_size=3),
+                       st.integers(-5, 5) | st.floats(0, 9) | st.text(max_size=3)
+                       | st.just({'x': [1, 2]}),
                        st.sampled_from([0.1, 0.5, 0.9]), st.just(1.0),
-                       st.sampled_from([{}, {}, {'defer_eviction': True}, {'exempt': True}]))
+                       st.sampled_from([{}, {}, {'defer_eviction': True}, {'exempt': True},
+                                        {'stamp': 0.5}]) | ASSEMBLER_FIELDS,
+                       st.booleans())
 OPERATIONS = st.one_of(
     COMMON_PUT, COMMON_PUT, COMMON_PUT, COMMON_PUT, COMMON_PUT, COMMON_PUT,
-    st.tuples(st.just('put'), KEYS, VALUES, IMPORTANCES, STEPS, FIELDS),
+    st.tuples(st.just('put'), KEYS, VALUES, IMPORTANCES, STEPS, FIELDS, st.booleans()),
     st.tuples(st.just('touch'), st.lists(KEYS, max_size=3), STEPS),
     st.tuples(st.just('remove'), KEYS),
     st.tuples(st.just('mark_stale'), KEYS),
@@ -98,7 +112,10 @@ def _apply(working_set, operation, now):
     name, *arguments = operation
     try:
         if name == 'put':
-            key, value, importance, _, fields = arguments
+            key, value, importance, _, fields, by_keyword = arguments
+            if by_keyword:   # as the assembler calls it
+                return working_set.put(key, now=now, value=value, importance=importance,
+                                       **fields)
             return working_set.put(key, value, importance=importance, now=now, **fields)
         if name == 'touch':
             return working_set.touch_many(arguments[0], now)
@@ -136,7 +153,7 @@ def test_c_put_and_python_reference_make_the_same_items_victims_records_and_alar
     for operation in operations:
         now = clock
         if operation[0] in ('put', 'touch'):
-            now = _now(clock, operation[-2] if operation[0] == 'put' else operation[-1])
+            now = _now(clock, operation[4] if operation[0] == 'put' else operation[-1])
             if not math.isnan(now):
                 clock = max(0.0, float(now))
         assert _apply(fast, operation, now) == _apply(reference, operation, now), operation
@@ -168,3 +185,125 @@ def test_a_c_put_on_a_set_missing_a_field_raises_instead_of_crashing():
     del working_set._size_bytes
     with pytest.raises(AttributeError):
         working_set.put('b', 1, importance=0.5, now=1.0)
+
+
+def _assemble_ticks(working_set, ticks):
+    """Run `ticks` ticks of three cabins over a changing board and log; return the frames."""
+    manifests = {name: Manifest.from_dict(name, fields) for name, fields in {
+        'planner': {'board_keys': ['goal:*', 'pose', 'route', 'door:*'],
+                    'events': {'window_s': 5.0}},
+        'executor': {'board_keys': ['pose', 'action:*', 'door:*'], 'events': {'window_s': 2.0},
+                     'weights': ['action:*=0.8']},
+        'monitor': {'board_keys': ['sensor:*', 'pose'], 'events': {'window_s': 5.0},
+                    'weights': ['sensor:*=0.1']},
+    }.items()}
+    board, log = BoardSnapshot(working_set.timebase), EventLog(1000, working_set.timebase)
+    assembler = Assembler(manifests, working_set)
+    board.apply([BoardEntry('goal:deliver', {'target': 'dock_3'}, 0.0),
+                 BoardEntry('route', [[0, 0], [1, 1]], 0.0)]
+                + [BoardEntry(f'door:d{n}', {'open': n % 2 == 0}, 0.0) for n in range(5)])
+    frames = []
+    for tick in range(1, ticks + 1):
+        now = 0.1 * tick
+        working_set.timebase.observe(now)
+        board.apply([BoardEntry('pose', {'x': now, 'y': 0.0}, now),
+                     BoardEntry(f'action:step_{tick % 3}', {'done': False}, now)]
+                    + [BoardEntry(f'sensor:{n}', now + n, now) for n in range(12)])
+        log.append(Event(now, (EventKind.ACTION, EventKind.FAILURE)[tick % 2], 'test',
+                         f'e{tick}', {'tick': tick}))
+        frames.append(assembler.assemble(tick, now, board, log, None))
+    return frames
+
+
+def test_the_assemblers_puts_of_a_realistic_tick_run_in_c_with_the_references_result():
+    from working_memory.core import _evict
+    fast, reference = WorkingSet(16), PyWorkingSet(16)
+    _assemble_ticks(fast, 1)   # the first puts meet a fresh timeline: the reference's
+    before = _evict.counts()
+    fast_frames = _assemble_ticks(fast, 20)
+    after = _evict.counts()
+    # Each tick puts its 12 changed sensors, the pose, an action and an event, all in C.
+    assert after['fast'] - before['fast'] >= 20 * 15
+    assert after['reference'] == before['reference']
+    _assemble_ticks(reference, 1)
+    reference_frames = _assemble_ticks(reference, 20)
+    assert [frame.evictions for frame in fast_frames] == [
+        frame.evictions for frame in reference_frames]
+    assert any(frame.evictions for frame in fast_frames)
+    assert _state(fast) == _state(reference)
+
+
+def test_a_prefix_that_is_no_string_raises_the_references_error_from_the_same_state():
+    fast, reference = WorkingSet(3), PyWorkingSet(3)
+    errors = []
+    for working_set in (fast, reference):
+        working_set.put('a', 1, importance=0.5, now=0.0)
+        working_set._exempt_prefixes = ('goal', 3)
+        with pytest.raises(TypeError) as error:
+            working_set.put('b', 2, importance=0.5, now=1.0)
+        errors.append(str(error.value))
+    assert errors[0] == errors[1]
+    assert _state(fast) == _state(reference) and fast.keys() == ['a']
+
+
+class _Stop(BaseException):
+    """Not an error the reference catches (as KeyboardInterrupt)."""
+
+
+class _HookKey(str):
+    """A dict key whose comparison, while the JSON encoder sorts keys, runs `hook`."""
+
+    hook = None
+
+    def __eq__(self, other):
+        type(self).hook()
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_an_interrupt_while_measuring_a_value_propagates_and_changes_nothing():
+    from working_memory.core import _evict
+
+    def interrupt():
+        raise _Stop
+
+    _HookKey.hook = staticmethod(interrupt)
+    value = {_HookKey('a'): 1, _HookKey('b'): 2}
+    working_set = WorkingSet(3)
+    working_set.put('a', 1, importance=0.5, now=0.0)
+    before = _evict.counts()
+    with pytest.raises(_Stop):
+        working_set.put('b', value, importance=0.5, now=1.0)
+    assert _evict.counts()['reference'] == before['reference']   # not swallowed into a retry
+    assert working_set.keys() == ['a'] and working_set.timebase.now == 0.0
+
+
+def test_a_value_whose_measuring_replaces_the_timebase_puts_as_the_reference_does():
+    results, states = [], []
+    for working_set in (WorkingSet(3), PyWorkingSet(3)):
+        working_set.put('a', 1, importance=0.5, now=0.0)
+
+        def replace_timebase(working_set=working_set):
+            working_set._time = TimeBase()
+
+        _HookKey.hook = staticmethod(replace_timebase)
+        results.append(working_set.put('b', {_HookKey('a'): 1, _HookKey('b'): 2},
+                                       importance=0.5, now=1.0, stamp=0.5))
+        states.append(_state(working_set))
+    assert results[0] == results[1] and states[0] == states[1]
+
+
+@pytest.mark.parametrize('clone', [copy.deepcopy, lambda ws: pickle.loads(pickle.dumps(ws))],
+                         ids=['deepcopy', 'pickle'])
+def test_a_copied_working_set_has_the_same_contents_and_evolves_on_its_own(clone):
+    working_set = WorkingSet(3, size_budget=40, log_limit=4)
+    for step in range(8):
+        working_set.put(f'k{step % 5}', step, importance=(0.1, 0.9)[step % 2], now=float(step))
+    working_set.put('goal:g', 'x', importance=0.5, now=9.0)
+    copied = clone(working_set)
+    assert type(copied) is WorkingSet and _state(copied) == _state(working_set)
+    reference = copy.deepcopy(working_set)
+    copied.put('new', 1, importance=0.9, now=10.0)
+    assert 'new' in copied and 'new' not in working_set
+    assert _state(working_set) == _state(reference)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import cachetools
 import numpy as np
 
+from working_memory.core import eviction
 from working_memory.core.assembly import Assembler
 from working_memory.core.board import BoardSnapshot
 from working_memory.core.eventlog import EventLog
@@ -337,14 +338,24 @@ EVENT_KINDS = (EventKind.ACTION, EventKind.FAILURE, EventKind.CONSTRAINT, EventK
                EventKind.OBSERVATION)
 
 
-def assembly_rows(side, frames, extra_keys, events_per_tick, capacity):
+def c_put_counts():
+    """Return (puts done by the C put, puts passed to the reference) so far; (0, 0) without C."""
+    if not ACCELERATED:
+        return 0, 0
+    counts = eviction._evict.counts()
+    return counts['fast'], counts['reference']
+
+
+def assembly_rows(side, frames, extra_keys, events_per_tick, capacity,
+                  working_set_class=WorkingSet):
     """Time `Assembler.assemble` of the three-cabin frame, the world changing between ticks."""
     grid = random_grid(side, seed=5)
     board, log = BoardSnapshot(), EventLog(limit=10_000)
     centre = side * MAP_RESOLUTION / 2.0
     board.apply(delivery_board(extra_keys, centre))
-    assembler = Assembler(load_manifests(str(CONFIG)), WorkingSet(capacity))
+    assembler = Assembler(load_manifests(str(CONFIG)), working_set_class(capacity))
     elapsed, evictions, served = [], 0, 0
+    fast_before, reference_before = c_put_counts()
     for tick in range(1, frames + 1):
         now = tick * TICK_PERIOD_S
         pose = {'x': centre + 0.01 * tick, 'y': centre, 'yaw': 0.0}
@@ -361,12 +372,18 @@ def assembly_rows(side, frames, extra_keys, events_per_tick, capacity):
         served += sum(len(pack.items) + len(pack.events) for pack in frame.packs.values())
     if len(frame.packs) != 3 or frame.pack('planner').map_window is None:
         raise RuntimeError('assembly bench: expected three packs and a planner map window')
+    fast, reference = (after - before for after, before in zip(
+        c_put_counts(), (fast_before, reference_before)))
+    # Only WorkingSet's put is counted (by core/_evict.c); PyWorkingSet's is all Python.
+    counted = ACCELERATED and working_set_class is WorkingSet
     elapsed.sort()
     mean = sum(elapsed) / frames
-    setting = (f'{side}x{side} grid, {len(board.view().entries)} board keys, {len(log)} events, '
-               f'capacity {capacity}')
+    setting = (f'{working_set_class.__name__}, {side}x{side} grid, '
+               f'{len(board.view().entries)} board keys, {len(log)} events, capacity {capacity}')
     return [(setting, f'{mean * 1e3:.2f}', f'{elapsed[len(elapsed) // 2] * 1e3:.2f}',
              f'{elapsed[-1] * 1e3:.2f}', f'{served / frames:.0f}', f'{evictions / frames:.1f}',
+             f'{(fast + reference) / frames:.1f}' if counted else '-',
+             f'{100.0 * fast / max(1, fast + reference):.0f}' if counted else '0',
              f'{TICK_PERIOD_S / mean:.0f}x')]
 
 
@@ -459,11 +476,13 @@ def main(argv=None) -> int:
     print()
     print(f'Assembly of the three-cabin frame (planner, executor, monitor; config {CONFIG.name}), '
           f'{frames} ticks; headroom = {TICK_PERIOD_S * 1e3:.0f} ms tick / mean frame time')
+    # The reference PyWorkingSet beside WorkingSet: the frame without and with the C put.
+    classes = (WorkingSet, PyWorkingSet) if ACCELERATED else (WorkingSet,)
     print(format_table(('setting', 'mean ms', 'median ms', 'max ms', 'items/frame',
-                        'evictions/frame', 'headroom'),
-                       [row for capacity in ASSEMBLY_CAPACITIES
+                        'evictions/frame', 'puts/frame', 'puts in C %', 'headroom'),
+                       [row for capacity in ASSEMBLY_CAPACITIES for cls in classes
                         for row in assembly_rows(side, frames, extra_keys, events_per_tick,
-                                                 capacity)]))
+                                                 capacity, cls)]))
     return 0
 
 

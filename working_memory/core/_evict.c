@@ -3,9 +3,10 @@
  * Why C: issue 12 asks for evict within 2x cachetools.LRUCache per op with the audit trail kept;
  * a stripped pure-Python copy of the design already costs 1.9x (BENCHMARKS.md), the interpreter's
  * per-statement cost being the rest. This module does exactly what `PyWorkingSet.put` does for
- * its common call (a str key, a float importance in [0, 1], a Source, no stamp, no size, bool
- * flags), on the same Python objects: the slot lists, the dicts, `LevelRanking`'s levels and
- * OrderedDicts, `TimeBase`'s fields, the ring log. Any other call, and every rare branch (a
+ * its common call (a str key, the value by position or keyword, a float importance in [0, 1],
+ * a Source, no stamp or a finite float one, no size, bool flags; the assembler's call), on the
+ * same Python objects: the slot lists, the dicts, `LevelRanking`'s levels and OrderedDicts,
+ * `TimeBase`'s fields, the ring log. Any other call, and every rare branch (a
  * settlement, readmitted slots at the bottom level, a level to (re)order, another ranking),
  * calls the Python code it would run, so the reference stays the one definition of behaviour.
  *
@@ -40,7 +41,7 @@ static unsigned long long fast_puts, reference_puts;
 static PyTypeObject *odict_type;
 static PyObject *odict_popitem;   /* OrderedDict.popitem */
 
-static PyObject *s_importance, *s_now, *s_source, *s_stamp, *s_stale, *s_exempt, *s_size;
+static PyObject *s_value, *s_importance, *s_now, *s_source, *s_stamp, *s_stale, *s_exempt, *s_size;
 static PyObject *s_defer, *s_settle, *s_last_eviction, *s_order_level, *s_unorder_lowest;
 static PyObject *s_pop_lowest, *s_add, *s_discard, *s_popitem, *empty_tuple, *one;
 
@@ -71,7 +72,9 @@ json_size(PyObject *value)
     if (cls == &PyLong_Type) {
         int overflow;
         long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
-        if (!overflow && !(number == -1 && PyErr_Occurred())) {
+        if (number == -1 && PyErr_Occurred())
+            return -1;
+        if (!overflow) {   /* else items.json_size below */
             unsigned long long magnitude = number < 0 ? 0ULL - (unsigned long long)number
                                                       : (unsigned long long)number;
             Py_ssize_t length = number < 0 ? 2 : 1;
@@ -81,7 +84,6 @@ json_size(PyObject *value)
             }
             return length;
         }
-        PyErr_Clear();
     } else if (cls == &PyFloat_Type) {
         double number = PyFloat_AS_DOUBLE(value);
         if (Py_IS_FINITE(number)) {
@@ -196,7 +198,11 @@ ranking_pop_lowest(PyObject *ranking)
         if (!level)
             return PyErr_Occurred() ? NULL : PyObject_CallMethodNoArgs(ranking, s_pop_lowest);
         PyObject *returned = FIELD(level, off_returned);
-        if (!returned || PyObject_IsTrue(returned) != 0)   /* readmitted slots rank in between: Python's way */
+        /* Readmitted slots rank in between: Python's way. */
+        int any_returned = returned ? PyObject_IsTrue(returned) : 1;
+        if (any_returned < 0)
+            return NULL;
+        if (any_returned)
             return PyObject_CallMethodNoArgs(ranking, s_pop_lowest);
         PyObject *used = FIELD(level, off_used);
         if (PyDict_GET_SIZE(used)) {
@@ -307,32 +313,70 @@ settle_evicted(Core *self)
     return evicted;
 }
 
+/* The interned name of keyword `name` among put's, or NULL when it is none of them. */
+static PyObject *
+put_keyword(PyObject *name)
+{
+    PyObject *known[] = {s_value, s_importance, s_now, s_source, s_stamp, s_stale, s_exempt,
+                         s_size, s_defer};
+    const size_t count = sizeof(known) / sizeof(known[0]);
+    for (size_t i = 0; i < count; i++) {
+        if (name == known[i])
+            return name;
+    }
+    /* A name made at run time (not interned): compare the text. */
+    for (size_t i = 0; PyUnicode_Check(name) && i < count; i++) {
+        if (PyUnicode_Compare(name, known[i]) == 0)
+            return known[i];
+    }
+    return NULL;
+}
+
 /* WorkingSet.put: the common call here, any other by the reference. */
 static PyObject *
 core_put(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *importance = NULL, *now = NULL, *source = source_default, *stale = Py_False;
+    PyObject *value = nargs == 2 ? args[1] : NULL, *importance = NULL, *now = NULL;
+    PyObject *source = source_default, *stale = Py_False, *stamp = Py_None;
     PyObject *exempt_arg = Py_False, *defer = Py_False;
-    if (nargs != 2 || !kwnames || !reference_put)
+    /* put(key, value, **keywords) or, as the assembler calls it, put(key, value=..., ...). */
+    if (nargs < 1 || nargs > 2 || !kwnames || !reference_put)
         return call_reference((PyObject *)self, args, nargs, kwnames);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
-        PyObject *name = PyTuple_GET_ITEM(kwnames, i), *value = args[nargs + i];
-        if (name == s_importance) importance = value;
-        else if (name == s_now) now = value;
-        else if (name == s_source) source = value;
-        else if (name == s_stale) stale = value;
-        else if (name == s_exempt) exempt_arg = value;
-        else if (name == s_defer) defer = value;
-        else if ((name == s_stamp || name == s_size) && value == Py_None) continue;
+        PyObject *name = put_keyword(PyTuple_GET_ITEM(kwnames, i)), *given = args[nargs + i];
+        if (name == s_value && nargs == 1) value = given;
+        else if (name == s_importance) importance = given;
+        else if (name == s_now) now = given;
+        else if (name == s_source) source = given;
+        else if (name == s_stale) stale = given;
+        else if (name == s_exempt) exempt_arg = given;
+        else if (name == s_defer) defer = given;
+        else if (name == s_stamp) stamp = given;
+        else if (name == s_size && given == Py_None) continue;
         else return call_reference((PyObject *)self, args, nargs, kwnames);
     }
-    PyObject *key = args[0], *value = args[1], *time = self->time;
-    if (!importance || !now || Py_TYPE(key) != &PyUnicode_Type || PyUnicode_GET_LENGTH(key) == 0
-        || Py_TYPE(importance) != &PyFloat_Type || !(PyFloat_AS_DOUBLE(importance) >= 0.0
-                                                     && PyFloat_AS_DOUBLE(importance) <= 1.0)
+    /* A stamp [s] given as a finite float is kept as it is (the reference's float(stamp)). */
+    PyObject *key = args[0];
+    if (!value || !importance || !now || Py_TYPE(key) != &PyUnicode_Type
+        || PyUnicode_GET_LENGTH(key) == 0 || Py_TYPE(importance) != &PyFloat_Type
+        || !(PyFloat_AS_DOUBLE(importance) >= 0.0 && PyFloat_AS_DOUBLE(importance) <= 1.0)
         || Py_TYPE(source) != (PyTypeObject *)source_type || !PyBool_Check(stale)
         || !PyBool_Check(exempt_arg) || !PyBool_Check(defer) || Py_TYPE(now) != &PyFloat_Type
-        || !time || Py_TYPE(time) != (PyTypeObject *)timebase_type || !self->slots
+        || !(stamp == Py_None || (Py_TYPE(stamp) == &PyFloat_Type
+                                  && Py_IS_FINITE(PyFloat_AS_DOUBLE(stamp)))))
+        return call_reference((PyObject *)self, args, nargs, kwnames);
+    /* The size first, as the reference: a dict or list value runs Python code (the JSON
+     * encoder), which may change this set, so no field of it is read before. */
+    Py_ssize_t size = json_size(value);
+    if (size < 0) {
+        /* Not strict JSON (what the reference catches): the reference raises its ValueError. */
+        if (!PyErr_ExceptionMatches(PyExc_TypeError) && !PyErr_ExceptionMatches(PyExc_ValueError))
+            return NULL;
+        PyErr_Clear();
+        return call_reference((PyObject *)self, args, nargs, kwnames);
+    }
+    PyObject *time = self->time;
+    if (!time || Py_TYPE(time) != (PyTypeObject *)timebase_type || !self->slots
         || !PyDict_CheckExact(self->slots) || !self->exempt_prefixes
         || !PyTuple_CheckExact(self->exempt_prefixes) || !self->ranking || !self->log
         || !PyList_CheckExact(self->log) || !self->returning || !PyDict_CheckExact(self->returning)
@@ -349,8 +393,12 @@ core_put(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
         || !(now_s < Py_HUGE_VAL) || !offset || Py_TYPE(offset) != &PyFloat_Type
         || !last_effective || Py_TYPE(last_effective) != &PyFloat_Type)
         return call_reference((PyObject *)self, args, nargs, kwnames);
-    Py_ssize_t size = json_size(value);
-    if (size < 0) {   /* not strict JSON: the reference raises its ValueError */
+    /* Exemption before anything changes; an error (a prefix that is no str) is the reference's
+     * to raise, from the state it raises it in. */
+    int exempt = exempt_arg == Py_True ? 1 : is_exempt_key(self, key);
+    if (exempt < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError))
+            return NULL;
         PyErr_Clear();
         return call_reference((PyObject *)self, args, nargs, kwnames);
     }
@@ -367,15 +415,13 @@ core_put(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     Py_SETREF(FIELD(time, off_last_effective), Py_NewRef(effective));
 
     PyObject *result = NULL, *slot = NULL, *size_object = NULL, *seq_object = NULL;
-    int exempt = exempt_arg == Py_True || is_exempt_key(self, key);
-    if (exempt < 0)
-        goto done;
     if (!(seq_object = PyNumber_Add(self->seq, one)))
         goto done;
     Py_SETREF(self->seq, Py_NewRef(seq_object));
     if (!(size_object = PyLong_FromSsize_t(size)) || !(slot = PyList_New(SLOT_FIELDS)))
         goto done;
-    PyObject *fields[SLOT_FIELDS] = {key, value, source, importance, now, effective, stale,
+    PyObject *fields[SLOT_FIELDS] = {key, value, source, importance,
+                                     stamp == Py_None ? now : stamp, effective, stale,
                                      exempt ? Py_True : Py_False, size_object, seq_object,
                                      Py_None, Py_False, Py_None, Py_None};
     for (int i = 0; i < SLOT_FIELDS; i++)
@@ -606,7 +652,7 @@ PyMODINIT_FUNC
 PyInit__evict(void)
 {
     struct { PyObject **target; const char *text; } strings[] = {
-        {&s_importance, "importance"}, {&s_now, "now"}, {&s_source, "source"},
+        {&s_value, "value"}, {&s_importance, "importance"}, {&s_now, "now"}, {&s_source, "source"},
         {&s_stamp, "stamp"}, {&s_stale, "stale"}, {&s_exempt, "exempt"}, {&s_size, "size"},
         {&s_defer, "defer_eviction"}, {&s_settle, "_settle"}, {&s_last_eviction, "last_eviction"},
         {&s_order_level, "_order_level"}, {&s_unorder_lowest, "_unorder_lowest"},

@@ -30,7 +30,7 @@ from typing import Any, Mapping
 from working_memory.core.board import BoardChanges, BoardSnapshot, BoardView
 from working_memory.core.checks import is_finite_number
 from working_memory.core.eventlog import EventLog
-from working_memory.core.eviction import EvictionRecord, Settlement, WorkingSet
+from working_memory.core.eviction import EvictionRecord, PyWorkingSet, Settlement
 from working_memory.core.frames import (AbsentNote, Frame, ItemEncodings, Pack, freeze_window,
                                         make_frame, make_pack)
 from working_memory.core.gridmap import GridMap, MapWindow, as_point
@@ -107,10 +107,11 @@ class Assembler:
         route_key: board key of the route polyline, unless a manifest names its own.
     """
 
-    def __init__(self, manifests: Mapping[str, Manifest], working_set: WorkingSet,
+    def __init__(self, manifests: Mapping[str, Manifest], working_set: PyWorkingSet,
                  pose_key: str | None = 'pose', route_key: str = 'route'):
-        if not isinstance(working_set, WorkingSet):
-            raise ValueError(f'working_set: must be a WorkingSet, '
+        # WorkingSet (the C put) is a PyWorkingSet (the reference); either works.
+        if not isinstance(working_set, PyWorkingSet):
+            raise ValueError(f'working_set: must be a WorkingSet or PyWorkingSet, '
                              f'got {type(working_set).__name__}')
         for name, key in (('pose_key', pose_key), ('route_key', route_key)):
             if (not isinstance(key, str) or not key) and (name, key) != ('pose_key', None):

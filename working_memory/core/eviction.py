@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
+from types import MemberDescriptorType
 from typing import Any, Iterable, NamedTuple, Protocol
 
 from working_memory.core.checks import check_int, is_finite_number
@@ -631,9 +632,24 @@ except ImportError:
 if _evict is None:
     WorkingSet = PyWorkingSet
 else:
+    # The fields the C base holds (its members), which pickle and copy do not see by themselves.
+    _CORE_FIELDS = tuple(name for name, member in vars(_evict.WorkingSetCore).items()
+                         if isinstance(member, MemberDescriptorType))
+
     class WorkingSet(_evict.WorkingSetCore, PyWorkingSet):
         __doc__ = PyWorkingSet.__doc__
         __slots__ = ()
+
+        def __getstate__(self) -> tuple[dict, dict]:
+            """Return the Python fields and the C base's fields (pickle, copy, deepcopy)."""
+            return self.__dict__, {name: getattr(self, name) for name in _CORE_FIELDS}
+
+        def __setstate__(self, state: tuple[dict, dict]) -> None:
+            """Restore what `__getstate__` returned."""
+            fields, core_fields = state
+            self.__dict__.update(fields)
+            for name, value in core_fields.items():
+                setattr(self, name, value)
 
     _evict.configure(reference_put=PyWorkingSet.put, source_type=Source,
                      source_default=Source.BOARD, record_type=EvictionRecord, json_size=json_size,
