@@ -353,17 +353,7 @@ class PyWorkingSet:
 
     def touch_many(self, keys: Iterable[str], now: float) -> None:
         """Mark each of `keys` used at `now` [s], in order (as `touch` one after the other)."""
-        effective = self._time.observe(now)
-        slots, use = self._slots, self._ranking.use
-        for key in keys:
-            slot = slots.get(key)
-            if slot is None or slot[OUT]:
-                raise KeyError(f'touch: key {key!r} is not in the working set')
-            slot[LAST_USED] = effective
-            slot[ITEM] = None
-            if not slot[EXEMPT]:
-                self._seq = slot[SEQ] = self._seq + 1
-                use(slot)
+        self._touch(keys, now, present_only=False)
 
     def touch_present(self, keys: Iterable[str], now: float) -> None:
         """Touch each present key of `keys` not yet used at `now` [s], in order; skip the rest.
@@ -372,11 +362,18 @@ class PyWorkingSet:
         `now`'s effective time, without making an `Item` of each to find them
         (an assembler marks its whole served set used every tick).
         """
+        self._touch(keys, now, present_only=True)
+
+    def _touch(self, keys: Iterable[str], now: float, present_only: bool) -> None:
         effective = self._time.observe(now)
         slots, use = self._slots, self._ranking.use
         for key in keys:
             slot = slots.get(key)
-            if slot is None or slot[OUT] or not slot[LAST_USED] < effective:
+            if slot is None or slot[OUT]:
+                if present_only:
+                    continue
+                raise KeyError(f'touch: key {key!r} is not in the working set')
+            if present_only and not slot[LAST_USED] < effective:
                 continue
             slot[LAST_USED] = effective
             slot[ITEM] = None

@@ -57,34 +57,37 @@ def _note_key(note: AbsentNote) -> str:
 class SortedNotes:
     """Notes by key, kept sorted as they come and go: `notes` is rebuilt only after a change."""
 
-    __slots__ = ('_keys', '_notes', '_frozen')
+    __slots__ = ('_notes', '_frozen')
 
     def __init__(self):
-        self._keys: list[str] = []
         self._notes: list[AbsentNote] = []
         self._frozen: tuple[AbsentNote, ...] | None = ()
 
+    def _find(self, key: str) -> tuple[int, bool]:
+        """Return where `key`'s note is or would go, and whether it is there."""
+        notes = self._notes
+        at = bisect.bisect_left(notes, key, key=_note_key)
+        return at, at < len(notes) and notes[at].key == key
+
     def set(self, note: AbsentNote) -> None:
         """Add `note`, or replace the note of its key."""
-        keys, at = self._keys, bisect.bisect_left(self._keys, note.key)
-        if at < len(keys) and keys[at] == note.key:
+        at, found = self._find(note.key)
+        if found:
             self._notes[at] = note
         else:
-            keys.insert(at, note.key)
             self._notes.insert(at, note)
         self._frozen = None
 
     def reset(self, notes: Iterable[AbsentNote]) -> None:
         """Hold exactly `notes` (one per key), sorted once."""
         self._notes = sorted(notes, key=_note_key)
-        self._keys = [note.key for note in self._notes]
         self._frozen = None
 
     def discard(self, key: str) -> None:
         """Remove the note of `key`, if any."""
-        keys, at = self._keys, bisect.bisect_left(self._keys, key)
-        if at < len(keys) and keys[at] == key:
-            del keys[at], self._notes[at]
+        at, found = self._find(key)
+        if found:
+            del self._notes[at]
             self._frozen = None
 
     @property

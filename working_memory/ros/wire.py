@@ -159,7 +159,6 @@ class FrameEncoder:
     def __init__(self, kind_codes: Mapping[EventKind, int],
                  reason_codes: Mapping[MissingReason, int]):
         self._kind_codes = dict(kind_codes)
-        self._reason_codes = dict(reason_codes)
         self._reason_bytes = {reason: bytes((code,)) for reason, code in reason_codes.items()}
         self._strings: dict[str, bytes] = {}
         # (key, reason, detail, phase) -> a MissingItem's bytes, this frame's and the last's.
@@ -325,13 +324,12 @@ class FrameEncoder:
 
     def _missing_bytes(self, missing: Missing, phase: int) -> bytes:
         """Return a MissingItem's bytes starting at `phase` (offset modulo 4)."""
-        key = missing.key.encode()
-        detail = missing.detail.encode()
-        # key (aligned 4), reason (one byte), detail (aligned 4): all from the phase alone.
-        after_reason = phase + -phase % 4 + 4 + len(key) + 2
-        return b''.join((_ZEROS[:-phase % 4], _U32.pack(len(key) + 1), key, b'\x00',
-                         self._reason_bytes[missing.reason], _ZEROS[:-after_reason % 4],
-                         _U32.pack(len(detail) + 1), detail, b'\x00'))
+        piece = Writer()
+        piece.offset = phase
+        piece.string(self._string(missing.key))
+        piece.put(self._reason_bytes[missing.reason])
+        piece.string(cdr_string(missing.detail))
+        return b''.join(piece.parts[1:])
 
     def _map(self, writer: Writer, window: MapWindow | None, stamp: tuple[int, int],
              frame_id: bytes) -> None:
