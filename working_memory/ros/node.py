@@ -571,11 +571,10 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _on_board(self, data: bytes, info: dict) -> None:
         memory, now = self._received('board', info)
-        msg = self._checked('board', conv.board_update_from_bytes, data)
-        if msg is None:
-            return
         # Values parsed frozen and strict: the board keeps them as they are (checked=True).
-        batch = conv.board_batch_from_msg(msg, now, frozen=True)
+        batch = self._checked('board', conv.board_batch_from_bytes, data, now)
+        if batch is None:
+            return
         for error in batch.errors:
             self._reject('board', error)
         self._checked('board', memory.board.apply_checked, batch.entries, batch.removed_keys)
