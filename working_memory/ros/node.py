@@ -51,7 +51,7 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        cabin_param_specs, cabin_specs, check_known,
                                        check_parameter, check_refused, config_from_values,
                                        drop_cabin, drop_param_spec)
-from working_memory.ros.spin import Intake, run_node
+from working_memory.ros.spin import Intake, run_node, seconds_reader
 from working_memory.ros.tick_grid import TickGrid
 from working_memory.ros.views import Views
 from working_memory.ros.window_topics import WindowTopics
@@ -138,6 +138,7 @@ class WorkingMemoryNode(LifecycleNode):
         self._entities: list[Subscription | Service] = []
         # board and log, on a helper node: they never wake the executor (_take_inputs).
         self._intake: Intake | None = None
+        self._receipt_time = seconds_reader(self.get_clock())   # as _now, for every input
         self._inputs: dict[str, Subscription] = {}
         self._intake_timer: Timer | None = None
         self._jump_handle: JumpHandle | None = None
@@ -624,7 +625,7 @@ class WorkingMemoryNode(LifecycleNode):
 
         With its message `info`, a gap in the publisher's sequence numbers counts as lost.
         """
-        memory, now = self._memory, self._now()
+        memory, now = self._memory, self._receipt_time()
         memory.health.received(topic, memory.timebase.observe(now),
                                *(conv.publication(info) if info else ()))
         return memory, now
