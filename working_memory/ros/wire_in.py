@@ -26,6 +26,11 @@ from working_memory.core.frozen import deep_freeze
 from working_memory.core.items import BoardEntry
 from working_memory.ros.inputs import BoardBatch, MAX_DEPTH, board_batch_from_msg, scan_frozen
 
+try:
+    from working_memory.core import _board_cdr
+except ImportError:   # a source tree without the built extension: the Python reader serves
+    _board_cdr = None
+
 # Encapsulation ids (first two bytes, big endian): CDR big / little endian (XCDR1).
 _ENDIAN = {b'\x00\x00': '>', b'\x00\x01': '<'}
 _FORMATS = {order: (struct.Struct(order + 'I'), struct.Struct(order + 'iI'),
@@ -157,23 +162,13 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
 
 def _board_batch(data: bytes, now: float) -> BoardBatch:
     """Return the batch of a regular update (see `board_batch`); raise for anything else."""
-    if data[:2] != _LITTLE:
+    fields = _read(data)
+    if fields is None:
         raise _Irregular
-    sec, nanosec = _TIME(data, 4)
+    sec, nanosec, read, removed = fields
     received = sec + nanosec * 1e-9 if sec or nanosec else now
-    # `at` is the payload offset + 4 (see board_update): at % 4 is the 4-byte alignment.
-    _, at = _strings(data, 12, 1)   # the frame_id: read nowhere, but it must be readable
-    at += -at % 4
-    (count,) = _U32(data, at)
     entries = []
-    for _ in range(count):
-        (key, text), at = _strings(data, at + 4 if not entries else at, 2)
-        at += -at % 4
-        (tag_count,) = _U32(data, at)
-        tags, at = _strings(data, at + 4, tag_count)
-        at += -(at + 4) % 8
-        importance, sec, nanosec, ttl_sec, ttl_nanosec = _TAIL(data, at)
-        at += 24
+    for key, text, tags, importance, sec, nanosec, ttl_sec, ttl_nanosec in read:
         ttl = ttl_sec + ttl_nanosec * 1e-9
         if importance != importance:
             importance = None
@@ -188,14 +183,38 @@ def _board_batch(data: bytes, now: float) -> BoardBatch:
             value = deep_freeze(value)
         entries.append(BoardEntry(key, value, sec + nanosec * 1e-9 if sec or nanosec else received,
                                   importance, ttl, tuple(tags)))
-    if not entries:
-        at += 4
-    at += -at % 4
-    (count,) = _U32(data, at)
-    removed, _ = _strings(data, at + 4, count)
     if not all(removed):
         raise _Irregular
     return BoardBatch(tuple(entries), tuple(removed), ())
+
+
+def _read_update(data: bytes) -> tuple[int, int, list[tuple], list[str]]:
+    """Return a regular update's fields as `core._board_cdr.update` does; raise otherwise.
+
+    (header sec, header nanosec, [(key, value text, tags, importance, sec, nanosec,
+    ttl sec, ttl nanosec), ...], removed keys); the reference of the C reader.
+    """
+    if data[:2] != _LITTLE:
+        raise _Irregular
+    sec, nanosec = _TIME(data, 4)
+    # `at` is the payload offset + 4 (see board_update): at % 4 is the 4-byte alignment.
+    _, at = _strings(data, 12, 1)   # the frame_id: read nowhere, but it must be readable
+    at += -at % 4
+    (count,) = _U32(data, at)
+    at += 4
+    entries = []
+    for _ in range(count):
+        (key, text), at = _strings(data, at, 2)
+        at += -at % 4
+        (tag_count,) = _U32(data, at)
+        tags, at = _strings(data, at + 4, tag_count)
+        at += -(at + 4) % 8
+        entries.append((key, text, tags, *_TAIL(data, at)))
+        at += 24
+    at += -at % 4
+    (count,) = _U32(data, at)
+    removed, _ = _strings(data, at + 4, count)
+    return sec, nanosec, entries, removed
 
 
 def _strings(data: bytes, at: int, count: int) -> tuple[list[str], int]:
@@ -218,3 +237,7 @@ def _strings(data: bytes, at: int, count: int) -> tuple[list[str], int]:
         texts.append(text)
         at = end
     return texts, at
+
+
+# The reader of the hot path: in C when the extension is built (CMakeLists.txt, setup.py).
+_read = _read_update if _board_cdr is None else _board_cdr.update
