@@ -121,7 +121,10 @@ class BoardSnapshot:
         for entry in entries:
             if entry.__class__ is not BoardEntry:
                 return self.apply(entries, removed_keys, checked=True)
-        entries = self._placed(entries)
+        timebase = self._timebase
+        if timebase is not None:
+            for entry in entries:
+                object.__setattr__(entry, 'effective_stamp', timebase.place(entry.stamp))
         with self._lock:
             return self._store(entries, ())
 

@@ -153,39 +153,34 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
     its errors (UnknownEncoding too) are exactly that path's.
     """
     try:
-        return _board_batch(data, now)
+        fields = _read(data)
+        if fields is None:
+            raise _Irregular
+        sec, nanosec, read, removed = fields
+        received = sec + nanosec * 1e-9 if sec or nanosec else now
+        entries = []
+        for key, text, tags, importance, sec, nanosec, ttl_sec, ttl_nanosec in read:
+            ttl = ttl_sec + ttl_nanosec * 1e-9
+            if importance != importance:
+                importance = None
+            elif not 0.0 <= importance <= 1.0:
+                raise _Irregular
+            if not key or not 0.0 <= ttl < _INF or text.count('[') + text.count('{') > MAX_DEPTH:
+                raise _Irregular
+            value, stop = scan_frozen(text, 0)
+            if stop != len(text):
+                raise _Irregular
+            if '[' in text:
+                value = deep_freeze(value)
+            stamp = sec + nanosec * 1e-9 if sec or nanosec else received
+            entries.append(BoardEntry(key, value, stamp, importance, ttl, tuple(tags)))
+        if not all(removed):
+            raise _Irregular
+        return BoardBatch(tuple(entries), tuple(removed), ())
     except (_Irregular, struct.error, UnicodeDecodeError, IndexError, StopIteration,
             ValueError, RecursionError):
         # ValueError: JSON the strict parser refuses (the reference names the entry).
         return board_batch_from_msg(board_update(data), now, frozen=True)
-
-
-def _board_batch(data: bytes, now: float) -> BoardBatch:
-    """Return the batch of a regular update (see `board_batch`); raise for anything else."""
-    fields = _read(data)
-    if fields is None:
-        raise _Irregular
-    sec, nanosec, read, removed = fields
-    received = sec + nanosec * 1e-9 if sec or nanosec else now
-    entries = []
-    for key, text, tags, importance, sec, nanosec, ttl_sec, ttl_nanosec in read:
-        ttl = ttl_sec + ttl_nanosec * 1e-9
-        if importance != importance:
-            importance = None
-        elif not 0.0 <= importance <= 1.0:
-            raise _Irregular
-        if not key or not 0.0 <= ttl < _INF or text.count('[') + text.count('{') > MAX_DEPTH:
-            raise _Irregular
-        value, stop = scan_frozen(text, 0)
-        if stop != len(text):
-            raise _Irregular
-        if '[' in text:
-            value = deep_freeze(value)
-        entries.append(BoardEntry(key, value, sec + nanosec * 1e-9 if sec or nanosec else received,
-                                  importance, ttl, tuple(tags)))
-    if not all(removed):
-        raise _Irregular
-    return BoardBatch(tuple(entries), tuple(removed), ())
 
 
 def _read_update(data: bytes) -> tuple[int, int, list[tuple], list[str]]:
