@@ -6,7 +6,9 @@ The .msg files (rosbags decodes bags with them) and the packaged config (the rep
 default parameters) go to share/working_memory as in a ROS install, where
 `tools/bag.py` finds them through the installed distribution's file list.
 The working set's put/evict hot path is a C extension (CMakeLists.txt builds the same
-file under colcon); core/eviction.py runs its pure-Python reference without it.
+file under colcon); core/eviction.py runs its pure-Python reference without it. The board
+intake's reader of BoardUpdate bytes is one too (core/_board_cdr.c; ros/wire_in.py reads them
+in Python without it).
 """
 
 from glob import glob
@@ -14,7 +16,8 @@ from glob import glob
 from setuptools import Extension, setup
 
 setup(
-    ext_modules=[Extension('working_memory.core._evict', ['working_memory/core/_evict.c'])],
+    ext_modules=[Extension('working_memory.core._evict', ['working_memory/core/_evict.c']),
+                 Extension('working_memory.core._board_cdr', ['working_memory/core/_board_cdr.c'])],
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/working_memory']),
         ('share/working_memory', ['package.xml']),

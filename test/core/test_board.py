@@ -163,3 +163,41 @@ def test_changes_start_over_when_the_index_was_dropped():
     board.apply([], ['a:1'])
     again = board.changes(matcher)
     assert again.full and not again.entries
+
+
+KEYS = st.sampled_from(['xa', 'xb', 'ya', 'yb', 'xc'])
+UPDATES = st.lists(st.tuples(
+    st.lists(st.tuples(KEYS, st.floats(-5.0, 5.0), st.integers(0, 3)), max_size=3),
+    st.lists(KEYS, max_size=2), st.sampled_from(['tuple', 'list', 'changes', 'bad'])),
+    max_size=40)
+
+
+@given(UPDATES)
+def test_apply_checked_builds_the_board_apply_builds_over_random_updates(updates):
+    # The fast path (one tuple of entries, no removals) against the general one, with an
+    # index asked for its changes between updates, contradictions and bad entries included.
+    fast, reference = BoardSnapshot(TimeBase()), BoardSnapshot(TimeBase())
+    matcher = _Prefix('x')
+    fast.changes(matcher), reference.changes(matcher)
+    for now, (sets, removed, how) in enumerate(updates):
+        fast._timebase.observe(float(now)), reference._timebase.observe(float(now))
+
+        def entries():
+            made = [BoardEntry(key, value, now + shift) for key, value, shift in sets]
+            return made + ['not an entry'] if how == 'bad' else made
+        outcomes = []
+        for board, apply in ((fast, fast.apply_checked),
+                             (reference, lambda e, r: reference.apply(e, r))):
+            batch = tuple(entries()) if how != 'list' else entries()
+            try:
+                outcomes.append(apply(batch, tuple(removed)))
+            except ValueError as error:
+                outcomes.append(str(error))
+        assert outcomes[0] == outcomes[1]
+        assert fast.view().entries == reference.view().entries and fast.version == reference.version
+        assert [e.effective_stamp for e in fast.view().entries.values()] == \
+            [e.effective_stamp for e in reference.view().entries.values()]
+        if how == 'changes':
+            assert fast.changes(matcher) == reference.changes(matcher)
+    assert fast.index(matcher) == reference.index(matcher)
+    assert fast.changes(matcher) == reference.changes(matcher)

@@ -6,6 +6,7 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
+from working_memory.core.checks import is_finite_number, is_unit_interval
 from working_memory.core.items import BoardEntry, Event, EventKind, json_size
 
 
@@ -57,3 +58,24 @@ def test_event_rejects_a_kind_that_is_not_an_event_kind():
     with pytest.raises(ValueError, match="event 'open_door': kind must be an EventKind"):
         Event(stamp=0.0, kind='ACTION', key='open_door')
     assert Event(stamp=0.0, kind=EventKind.ACTION, key='open_door').seq == -1
+
+
+NUMBERS = st.one_of(st.floats(), st.integers(-3, 3), st.booleans(), st.none(),
+                    st.sampled_from([0.0, 0.5, 1.0, -0.0, 1.5, '1']))
+
+
+@given(st.sampled_from(['', 'k']), NUMBERS, NUMBERS, NUMBERS, NUMBERS)
+def test_a_board_entry_is_made_exactly_when_each_check_passes(
+        key, stamp, importance, ttl, effective):
+    # The common entry takes a shorter way through the checks: the same entries pass.
+    passes = (bool(key) and (importance is None or is_unit_interval(importance))
+              and is_finite_number(ttl) and ttl >= 0.0 and is_finite_number(stamp)
+              and (effective is None or is_finite_number(effective)))
+    try:
+        entry = BoardEntry(key, 1, stamp, importance, ttl, effective_stamp=effective)
+    except (ValueError, TypeError):
+        assert not passes
+        return
+    assert passes
+    expected = float(stamp) if effective is None else effective
+    assert entry.effective_stamp == expected and type(entry.effective_stamp) is type(expected)

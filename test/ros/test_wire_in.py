@@ -1,5 +1,6 @@
 """Board updates read from the wire bytes (ros/wire_in.py) equal rclpy's own deserialization."""
 
+import json
 import math
 import struct
 
@@ -9,8 +10,9 @@ from hypothesis import strategies as st
 from rclpy.serialization import serialize_message
 
 from working_memory.msg import BoardEntry, BoardUpdate
+from working_memory.ros import wire_in
 from working_memory.ros.conversions import board_batch_from_msg, board_update_from_bytes
-from working_memory.ros.wire_in import UnknownEncoding, board_update
+from working_memory.ros.wire_in import UnknownEncoding, board_batch, board_update
 
 # ROS strings are C strings: no NUL inside.
 TEXT = st.text(st.characters(codec='utf-8', exclude_characters='\x00'), max_size=12)
@@ -133,3 +135,117 @@ def test_strings_read_as_rclpy_reads_them_a_nul_ends_one_and_length_zero_is_empt
 def test_bytes_neither_reader_can_read_are_a_clear_error():
     with pytest.raises(ValueError, match='rclpy cannot read it either'):
         board_update_from_bytes(b'\x00\x07\x00\x00garbage')
+
+
+# -- the node's one-pass batch (wire_in.board_batch) against the reference path -------------
+
+JSON_TEXT = st.one_of(
+    st.sampled_from(['1', '-0.5', '"x"', 'true', 'null', '{"a":1}', '[1,[2,{"b":null}]]',
+                     ' 1', '1 ', '', 'NaN', '1e999', '[Infinity]', '{"a":1,"a":2}', '{"a":',
+                     '"a\x00b"', '[' * 65 + ']' * 65, '{}', '[]', '"\u00e9"']),
+    st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                 | st.text(max_size=4),
+                 lambda inner: st.lists(inner, max_size=3)
+                 | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                 max_leaves=6).map(lambda v: json.dumps(v, separators=(',', ':'))),
+    TEXT)
+
+
+@st.composite
+def node_updates(draw):
+    """Draw a BoardUpdate as board owners send it, good and bad entries mixed."""
+    msg = draw(updates())
+    for entry in msg.entries:
+        entry.key = draw(st.sampled_from(['', 'pose', 'sensor:1', 'goal:a'])) \
+            if draw(st.booleans()) else entry.key
+        entry.value = draw(JSON_TEXT)
+        entry.importance = draw(st.sampled_from([math.nan, 0.0, 0.5, 1.0, 1.5, -0.1, math.inf]))
+        entry.ttl.sec = draw(st.sampled_from([0, 1, -1, entry.ttl.sec]))
+        if draw(st.booleans()):
+            entry.stamp.sec = entry.stamp.nanosec = 0
+    if draw(st.booleans()):
+        msg.header.stamp.sec = msg.header.stamp.nanosec = 0
+    return msg
+
+
+def outcome(read, data, now):
+    """Return what `read(data, now)` gives: the batch, each entry whole, or the error."""
+    try:
+        batch = read(data, now)
+    except ValueError as error:
+        return type(error), str(error)
+    return batch, [(e, e.effective_stamp, type(e.value), type(e.stamp)) for e in batch.entries]
+
+
+def reference(data, now):
+    return board_batch_from_msg(board_update(data), now, frozen=True)
+
+
+def wire_bytes(msg, order, data):
+    """Return `msg` serialized (rclpy, or the test encoder in `order`), maybe damaged."""
+    wire = serialize_message(msg) if order == 'rclpy' else encode(msg, order)
+    if data.draw(st.booleans()):
+        # Damage: cut the bytes short or overwrite one byte.
+        wire = bytearray(wire)
+        at = data.draw(st.integers(0, len(wire) - 1))
+        if data.draw(st.booleans()):
+            wire = wire[:at]
+        else:
+            wire[at] = data.draw(st.integers(0, 255))
+        wire = bytes(wire)
+    return wire
+
+
+# The one-pass batch reads with the C extension when built; the Python reader is its reference.
+READERS = ['built', 'python']
+
+
+@pytest.mark.parametrize('reader', READERS)
+@settings(max_examples=400)
+@given(node_updates(), st.sampled_from(['<', '>', 'rclpy']), st.floats(0.0, 1e9), st.data())
+def test_the_one_pass_batch_equals_the_reference_path_bad_input_included(
+        reader, msg, order, now, data):
+    wire = wire_bytes(msg, order, data)
+    with pytest.MonkeyPatch.context() as patch:
+        if reader == 'python':
+            patch.setattr(wire_in, '_read', wire_in._read_update)
+        assert outcome(board_batch, wire, now) == outcome(reference, wire, now)
+
+
+def python_read(wire):
+    try:
+        return wire_in._read_update(wire)
+    except (wire_in._Irregular, struct.error, UnicodeDecodeError):
+        return None
+
+
+@pytest.mark.skipif(wire_in._board_cdr is None, reason='core/_board_cdr.c is not built')
+@settings(max_examples=400)
+@given(node_updates(), st.sampled_from(['<', '>', 'rclpy']), st.data())
+def test_the_c_reader_reads_every_field_as_the_python_reader_or_neither_does(msg, order, data):
+    wire = wire_bytes(msg, order, data)
+    # repr: a NaN importance reads as NaN on both sides (NaN != NaN).
+    assert repr(wire_in._board_cdr.update(wire)) == repr(python_read(wire))
+
+
+def test_the_one_pass_batch_keeps_what_the_reference_rejects_by_entry():
+    msg = sample()
+    msg.entries.append(BoardEntry(key='bad', value='{"x": NaN}'))
+    msg.entries.append(BoardEntry(key='', value='1'))
+    batch = board_batch(serialize_message(msg), 3.0)
+    assert [e.key for e in batch.entries] == ['pose']
+    assert len(batch.errors) == 2 and 'NaN' in batch.errors[0]
+    assert batch == reference(serialize_message(msg), 3.0)
+
+
+def test_a_regular_update_takes_the_one_pass_and_never_the_reference(monkeypatch):
+    def refuse(*_):
+        raise AssertionError('the reference path was taken')
+    monkeypatch.setattr(wire_in, 'board_batch_from_msg', refuse)
+    msg = sample()
+    msg.entries.append(BoardEntry(key='sensor:1', value='[1, {"a": [true]}]', tags=['s', 't'],
+                                  importance=math.nan))
+    msg.entries[1].ttl.sec = 2
+    batch = board_batch(serialize_message(msg), 3.0)
+    assert batch.entries[1].value == (1, {'a': (True,)}) and batch.entries[1].tags == ('s', 't')
+    assert batch.entries[1].importance is None and batch.entries[1].stamp == 3.0

@@ -101,36 +101,64 @@ class BoardSnapshot:
             raise ValueError(f'removed_keys: {sorted(both)} also set by the same update')
         timebase = self._timebase
         if checked:
-            frozen = entries
-            if timebase is not None:
-                for entry in frozen:
-                    object.__setattr__(entry, 'effective_stamp', timebase.place(entry.stamp))
+            frozen = self._placed(entries)
         else:
             frozen = [dataclasses.replace(entry, value=deep_freeze(entry.value), effective_stamp=(
                 entry.effective_stamp if timebase is None else timebase.place(entry.stamp)))
                 for entry in entries]
         with self._lock:
-            removed = [key for key in dict.fromkeys(removed_keys)
-                       if self._entries.pop(key, None) is not None]
-            new = [entry.key for entry in frozen if entry.key not in self._entries]
-            self._entries.update((entry.key, entry) for entry in frozen)
-            self._version += 1
-            for matcher, keys in self._indexes.items():
-                for key in removed:
-                    keys.pop(key, None)
-                keys.update((key, None) for key in new if matcher.match(key))
-            for matcher, dirty in self._dirty.items():
-                keys = self._indexes[matcher]
-                dirty.update((key, True) for key in removed)
-                for entry in frozen:
-                    if entry.key in keys:
-                        dirty.setdefault(entry.key, False)
-        return removed
+            return self._store(frozen, removed_keys)
 
     def apply_checked(self, entries: Iterable[BoardEntry] = (),
                       removed_keys: Iterable[str] = ()) -> list[str]:
-        """Return `apply(entries, removed_keys, checked=True)`."""
-        return self.apply(entries, removed_keys, checked=True)
+        """Return `apply(entries, removed_keys, checked=True)`.
+
+        An update that only sets entries (the common one: a sensor's reading) skips
+        the checks that can only fail with removed keys.
+        """
+        if removed_keys or entries.__class__ is not tuple:
+            return self.apply(entries, removed_keys, checked=True)
+        for entry in entries:
+            if entry.__class__ is not BoardEntry:
+                return self.apply(entries, removed_keys, checked=True)
+        timebase = self._timebase
+        if timebase is not None:
+            for entry in entries:
+                object.__setattr__(entry, 'effective_stamp', timebase.place(entry.stamp))
+        with self._lock:
+            return self._store(entries, ())
+
+    def _placed(self, entries: Iterable[BoardEntry]) -> Iterable[BoardEntry]:
+        """Return checked `entries`, each effective_stamp set in place on the timebase."""
+        timebase = self._timebase
+        if timebase is not None:
+            for entry in entries:
+                object.__setattr__(entry, 'effective_stamp', timebase.place(entry.stamp))
+        return entries
+
+    def _store(self, entries: Iterable[BoardEntry], removed_keys: Iterable[str]) -> list[str]:
+        """Apply checked `entries` and `removed_keys`; return the keys removed; lock held."""
+        current = self._entries
+        removed = [key for key in dict.fromkeys(removed_keys)
+                   if current.pop(key, None) is not None]
+        new = [entry.key for entry in entries if entry.key not in current]
+        for entry in entries:
+            current[entry.key] = entry
+        self._version += 1
+        for matcher, keys in self._indexes.items():
+            for key in removed:
+                keys.pop(key, None)
+            for key in new:
+                if matcher.match(key):
+                    keys[key] = None
+        for matcher, dirty in self._dirty.items():
+            keys = self._indexes[matcher]
+            for key in removed:
+                dirty[key] = True
+            for entry in entries:
+                if entry.key in keys:
+                    dirty.setdefault(entry.key, False)
+        return removed
 
     def view(self, keys: Iterable[str] | None = None) -> BoardView:
         """Return an immutable picture of the board as it is now (of `keys` only, if given).

@@ -47,7 +47,7 @@ from working_memory.ros.inputs import (BoardBatch, board_batch_from_msg,  # noqa
 from working_memory.ros.params import (ParamSpec, ParamType, check_value, coerce,
                                        param_spec)
 from working_memory.ros.wire import CANONICAL_JSON, FrameEncoder, nanoseconds
-from working_memory.ros.wire_in import UnknownEncoding, board_update
+from working_memory.ros.wire_in import UnknownEncoding, board_batch, board_update
 
 # -- time ------------------------------------------------------------------
 
@@ -444,10 +444,25 @@ def board_update_from_bytes(data: bytes) -> Any:
     try:
         return board_update(data)
     except UnknownEncoding as unknown:
-        try:
-            return deserialize_message(data, BoardUpdate)
-        except Exception as error:   # rclpy raises its own RMW errors
-            raise ValueError(f'{unknown}, and rclpy cannot read it either: {error}') from None
+        return _deserialized_board_update(data, unknown)
+
+
+def board_batch_from_bytes(data: bytes, now: float) -> BoardBatch:
+    """Return `board_batch_from_msg(board_update_from_bytes(data), now, frozen=True)`, faster.
+
+    The node's intake (ros/wire_in.py `board_batch`); ValueError if malformed.
+    """
+    try:
+        return board_batch(data, now)
+    except UnknownEncoding as unknown:
+        return board_batch_from_msg(_deserialized_board_update(data, unknown), now, frozen=True)
+
+
+def _deserialized_board_update(data: bytes, unknown: UnknownEncoding) -> BoardUpdate:
+    try:
+        return deserialize_message(data, BoardUpdate)
+    except Exception as error:   # rclpy raises its own RMW errors
+        raise ValueError(f'{unknown}, and rclpy cannot read it either: {error}') from None
 
 
 def publication(info: Mapping[str, Any]) -> tuple[bytes, int | None]:

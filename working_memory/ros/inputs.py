@@ -61,6 +61,10 @@ MAX_DEPTH = 64
 _STRICT = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
 _STRICT_FROZEN = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float,
                                   object_pairs_hook=FrozenDict)
+# The frozen decoder's scanner: `scan_frozen(text, 0)` -> (value, end) for a text that starts
+# with a value, without `decode`'s whitespace handling (wire_in's fast path, which hands any
+# text it cannot take whole to `json_field`); raises StopIteration or JSONDecodeError.
+scan_frozen = _STRICT_FROZEN.scan_once
 
 
 def json_field(text: str, what: str, frozen: bool = False) -> Any:

@@ -51,7 +51,7 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        cabin_param_specs, cabin_specs, check_known,
                                        check_parameter, check_refused, config_from_values,
                                        drop_cabin, drop_param_spec)
-from working_memory.ros.spin import Intake, run_node
+from working_memory.ros.spin import Intake, run_node, seconds_reader
 from working_memory.ros.tick_grid import TickGrid
 from working_memory.ros.views import Views
 from working_memory.ros.window_topics import WindowTopics
@@ -138,6 +138,7 @@ class WorkingMemoryNode(LifecycleNode):
         self._entities: list[Subscription | Service] = []
         # board and log, on a helper node: they never wake the executor (_take_inputs).
         self._intake: Intake | None = None
+        self._receipt_time = seconds_reader(self.get_clock())   # as _now, for every input
         self._inputs: dict[str, Subscription] = {}
         self._intake_timer: Timer | None = None
         self._jump_handle: JumpHandle | None = None
@@ -571,11 +572,10 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _on_board(self, data: bytes, info: dict) -> None:
         memory, now = self._received('board', info)
-        msg = self._checked('board', conv.board_update_from_bytes, data)
-        if msg is None:
-            return
         # Values parsed frozen and strict: the board keeps them as they are (checked=True).
-        batch = conv.board_batch_from_msg(msg, now, frozen=True)
+        batch = self._checked('board', conv.board_batch_from_bytes, data, now)
+        if batch is None:
+            return
         for error in batch.errors:
             self._reject('board', error)
         self._checked('board', memory.board.apply_checked, batch.entries, batch.removed_keys)
@@ -625,7 +625,7 @@ class WorkingMemoryNode(LifecycleNode):
 
         With its message `info`, a gap in the publisher's sequence numbers counts as lost.
         """
-        memory, now = self._memory, self._now()
+        memory, now = self._memory, self._receipt_time()
         memory.health.received(topic, memory.timebase.observe(now),
                                *(conv.publication(info) if info else ()))
         return memory, now
