@@ -10,6 +10,7 @@ from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
 
 from working_memory.core.checks import is_finite_number, is_unit_interval
+from working_memory.core.frozen import FrozenDict
 
 
 class Source(str, enum.Enum):
@@ -50,11 +51,19 @@ _COMPACT_JSON = json.JSONEncoder(separators=(',', ':'), sort_keys=True, allow_na
 _SCALAR_SIZES = {None: 4, True: 4, False: 5}
 
 
+# Texts of deeply frozen values by identity (see value_text): two generations, so a value's
+# text lives from its put to the digest and wire encoding of the same tick and a while after.
+_TEXTS_PER_GENERATION = 1024
+_texts: dict[int, tuple[Any, str]] = {}
+_texts_before: dict[int, tuple[Any, str]] = {}
+
+
 def json_size(value: Any) -> int:
     """Return the byte length of the compact JSON text of `value`.
 
     Scalars are measured without the encoder's setup (the working set measures
-    every put); the text's length is the same as `_COMPACT_JSON.encode`'s.
+    every put); the text's length is the same as `_COMPACT_JSON.encode`'s, and a
+    frozen value's text is kept for `value_text`.
     Raises TypeError or ValueError (NaN, Infinity) as the encoder does.
     """
     cls = value.__class__
@@ -66,7 +75,30 @@ def json_size(value: Any) -> int:
         return len(encode_basestring_ascii(value))
     if value is None or cls is bool:
         return _SCALAR_SIZES[value]
-    return len(_COMPACT_JSON.encode(value))
+    return len(value_text(value))
+
+
+def value_text(value: Any) -> str:
+    """Return the compact canonical JSON text of `value` (sorted keys, ASCII, no NaN).
+
+    A deeply frozen dict (`core.frozen.FrozenDict`, as the board and the log keep
+    values) never changes, so its text is made once and kept by identity: the put
+    that measures it, the pack digest and the wire encoding of a tick share one.
+    Raises TypeError or ValueError (NaN, Infinity) as the encoder does.
+    """
+    global _texts, _texts_before
+    if value.__class__ is not FrozenDict:
+        return _COMPACT_JSON.encode(value)
+    key = id(value)
+    kept = _texts.get(key)
+    if kept is None or kept[0] is not value:
+        kept = _texts_before.get(key)
+        if kept is None or kept[0] is not value:
+            kept = (value, _COMPACT_JSON.encode(value))
+        if len(_texts) >= _TEXTS_PER_GENERATION:
+            _texts_before, _texts = _texts, {}
+        _texts[key] = kept
+    return kept[1]
 
 
 def check_importance(importance: float | None, what: str) -> None:

@@ -25,7 +25,8 @@ import numpy as np
 
 from working_memory.core.frames import Frame, Pack
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason
+from working_memory.core.items import (Event, EventKind, Item, Missing, MissingReason,
+                                       value_text)
 from working_memory.core.windows import window_digest
 
 ENCAPSULATION = b'\x00\x01\x00\x00'   # CDR little endian, no options
@@ -138,16 +139,6 @@ class _Piece:
         return all(mine is theirs for mine, theirs in zip(self.sources, sources))
 
 
-def _same_item(sources: tuple, item: Item) -> bool:
-    """Return True when a piece's (value, source, importance, stale, exempt) are the item's.
-
-    The value must be the very object (1, 1.0 and True are equal but encode apart).
-    """
-    value, source, importance, stale, exempt = sources
-    return (value is item.value and source is item.source and importance == item.importance
-            and stale == item.stale and exempt == item.exempt)
-
-
 class FrameEncoder:
     """Serialize frames as ContextFrame bytes, caching what each frame shares with the last.
 
@@ -257,18 +248,26 @@ class FrameEncoder:
         at_tick = writer.patches.setdefault(tick_time, [])
         effective = pack.effective
         for item in pack.items:
-            key = item.key
+            # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 5 last_used,
+            # 6 stale, 7 exempt. The value must be the very object (1, 1.0 and True are
+            # equal but encode apart).
+            key = item[0]
             piece = used.get(key) or cache.get(key)
-            if piece is None or not _same_item(piece.sources, item):
-                piece = _Piece((item.value, item.source, item.importance, item.stale,
-                                item.exempt))
+            if piece is not None:
+                sources = piece.sources
+                if not (sources[0] is item[1] and sources[1] is item[2]
+                        and sources[2] == item[3] and sources[3] == item[6]
+                        and sources[4] == item[7]):
+                    piece = None
+            if piece is None:
+                piece = _Piece((item[1], item[2], item[3], item[6], item[7]))
             used[key] = piece
             data = piece.by_phase.get(offset % 8)
             if data is None:
                 data = piece.by_phase[offset % 8] = self._item_bytes(item, offset % 8)
             parts.append(data)
             offset += len(data)
-            last_used = item.last_used
+            last_used = item[5]
             if last_used == effective:
                 at_tick.append(offset - _ITEM_TIME_FROM_END)
             else:
@@ -281,13 +280,19 @@ class FrameEncoder:
             del writer.patches[tick_time]
 
     def _item_bytes(self, item: Item, phase: int) -> bytes:
-        piece = Writer()
-        piece.offset = phase
-        piece.string(cdr_string(item.key))
-        piece.string(cdr_string(CANONICAL_JSON.encode(item.value)))
-        piece.string(self._string(item.source.value))
-        piece.put(_ITEM_TAIL.pack(item.importance, 0, 0, item.stale, item.exempt), 8)
-        return b''.join(piece.parts[1:])
+        """Return a WorkingItem's bytes starting at `phase` (offset modulo 8), last_used 0.
+
+        The value's text is the one its put measured (`value_text`), not encoded again.
+        """
+        parts, offset = [], phase
+        for encoded in (cdr_string(item.key), cdr_string(value_text(item.value)),
+                        self._string(item.source.value)):
+            pad = -offset % 4
+            parts += (_ZEROS[:pad], encoded)
+            offset += pad + len(encoded)
+        parts += (_ZEROS[:-offset % 8],
+                  _ITEM_TAIL.pack(item.importance, 0, 0, item.stale, item.exempt))
+        return b''.join(parts)
 
     def _event_bytes(self, event: Event, phase: int) -> bytes:
         piece = Writer()
