@@ -166,7 +166,11 @@ class CabinBoard:
         if changes is None or include != self._include:
             self._start_over(mirror, include, now)
         else:
+            kinds = self._kinds
             for key, entry in changes.items():
+                # A key the manifest does not select is in none of the cabin's sets.
+                if kinds.get(key) is _NOT_SELECTED:
+                    continue
                 self._drop(key)
                 if entry is None:
                     self._kinds.pop(key, None)
