@@ -524,7 +524,8 @@ class Assembler:
         self._require_events(selection, events, log, now)
         self._report_drops(selection)
         absent_sorted = _absent_sorted(selection)
-        served = [item.key for item in items] + [event_item_key(event) for event in events]
+        # Made only when some item came back (readmissions_of looks at none otherwise).
+        served = chain((item.key for item in items), map(event_item_key, events))
         returned = ws.readmissions_of(served)
         return make_pack(selection.manifest.name, tick, stamp, items, events,
                          selection.map_window, _missing_sorted(selection, now),

@@ -6,7 +6,7 @@ import enum
 import json
 import math
 from dataclasses import dataclass, field
-from json.encoder import encode_basestring_ascii
+from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any, NamedTuple
 
 from working_memory.core.checks import is_finite_number, is_unit_interval
@@ -46,6 +46,11 @@ class MissingReason(str, enum.Enum):
 # ensure_ascii (the default) makes the text's length its byte length; allow_nan=False
 # because NaN and Infinity are not JSON (RFC 8259).
 _COMPACT_JSON = json.JSONEncoder(separators=(',', ':'), sort_keys=True, allow_nan=False)
+# The same encoder's C core made once, without the circular-reference check: a deeply
+# frozen value is a tree (deep_freeze copies it), and JSONEncoder.encode would build the
+# core again for every value.
+_FROZEN_JSON = None if c_make_encoder is None else c_make_encoder(
+    None, _COMPACT_JSON.default, encode_basestring_ascii, None, ':', ',', True, False, False)
 
 
 _SCALAR_SIZES = {None: 4, True: 4, False: 5}
@@ -94,7 +99,8 @@ def value_text(value: Any) -> str:
     if kept is None or kept[0] is not value:
         kept = _texts_before.get(key)
         if kept is None or kept[0] is not value:
-            kept = (value, _COMPACT_JSON.encode(value))
+            kept = (value, _COMPACT_JSON.encode(value) if _FROZEN_JSON is None
+                    else ''.join(_FROZEN_JSON(value, 0)))
         if len(_texts) >= _TEXTS_PER_GENERATION:
             _texts_before, _texts = _texts, {}
         _texts[key] = kept
