@@ -87,9 +87,13 @@ class Writer:
 
     def put(self, data: bytes, alignment: int = 1) -> None:
         """Append `data`, which must start aligned to `alignment` [bytes]."""
-        self.align(alignment)
-        self.parts.append(data)
-        self.offset += len(data)
+        # align() written out: a frame makes some fifty puts.
+        pad = -self.offset % alignment
+        if pad:
+            self.parts += (_ZEROS[:pad], data)
+        else:
+            self.parts.append(data)
+        self.offset += pad + len(data)
 
     def string(self, encoded: bytes) -> None:
         """Append a string made by `cdr_string`."""
