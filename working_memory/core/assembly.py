@@ -442,6 +442,8 @@ class Assembler:
                 del self._board_sorted[bisect.bisect_left(self._board_sorted, key)]
         events: dict[str, dict] = {}
         for selection in selections:
+            if not selection.events:
+                continue
             weight = self._weight_for(selection.manifest)
             for key, event in selection.events.items():
                 events[key] = _merged(

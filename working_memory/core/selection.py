@@ -131,6 +131,7 @@ class CabinBoard:
         self.touched: set[str] = set()
         # Entries tags.from_goal names (the goal tags extend the include filter).
         self._goals: dict[str, BoardEntry] = {}
+        self._goal_names: dict[str, bool] = {}   # key -> whether tags.from_goal names it
         # Served or filtered entries with a ttl (either goes stale when it runs out), and
         # their deadlines [s, effective time] in a heap.
         self._timed: dict[str, BoardEntry] = {}
@@ -211,12 +212,17 @@ class CabinBoard:
             else:
                 self._goals = {pattern: mirror[pattern]} if pattern in mirror else {}
             return
+        names = self._goal_names
         for key, entry in changes.items():
-            if key == pattern or is_glob(pattern) and fnmatch.fnmatchcase(key, pattern):
-                if entry is None:
-                    self._goals.pop(key, None)
-                else:
-                    self._goals[key] = entry
+            named = names.get(key)
+            if named is None:   # matched once per key: the pattern is the manifest's
+                named = names[key] = key == pattern or is_glob(pattern) and fnmatch.fnmatchcase(
+                    key, pattern)
+            if entry is None:
+                del names[key]   # a removed key is forgotten, as in _kinds
+                self._goals.pop(key, None)
+            elif named:
+                self._goals[key] = entry
 
     def _goal_tags(self, now: float) -> frozenset[str]:
         """Tags of the fresh goal entries named by `tags.from_goal` ("tags by goal")."""
