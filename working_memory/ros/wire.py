@@ -39,13 +39,12 @@ _U64 = struct.Struct('<Q')
 # WorkingItem after its strings: float64 importance, Time last_used, bool stale, bool exempt.
 _ITEM_TAIL = struct.Struct('<diI??')
 _ITEM_TIME_FROM_END = 10   # last_used starts 10 bytes before a WorkingItem's end
+_ITEM_FLAGS = 2            # and the two bools after it end the item
 # MapMetaData from its map_load_time: Time, float32 resolution, uint32 width, uint32 height.
 _MAP_META = struct.Struct('<iIfII')
 # Pose: position x, y, z then orientation x, y, z, w (float64 each).
 _POSE = struct.Struct('<7d')
 _ZEROS = bytes(8)
-# From this many offsets of one value on, a patch is one numpy write (measured: about 30).
-_VECTOR_PATCHES = 32
 
 
 def nanoseconds(seconds: float) -> tuple[int, int]:
@@ -61,22 +60,13 @@ def cdr_string(text: str) -> bytes:
 
 
 class Writer:
-    """Append CDR pieces, tracking the payload offset that alignment is counted from.
+    """Append CDR pieces, tracking the payload offset that alignment is counted from."""
 
-    Cached pieces may hold a placeholder where a time goes: `patch` records
-    where (payload offset) and what, and `getvalue` writes them all at once.
-    """
-
-    __slots__ = ('parts', 'offset', 'patches')
+    __slots__ = ('parts', 'offset')
 
     def __init__(self):
         self.parts: list[bytes] = [ENCAPSULATION]
         self.offset = 0
-        self.patches: dict[bytes, list[int]] = {}
-
-    def patch(self, offset: int, data: bytes) -> None:
-        """Have `getvalue` write the 8 bytes `data` at payload `offset`."""
-        self.patches.setdefault(data, []).append(offset)
 
     def align(self, size: int) -> None:
         """Pad with zeros to a multiple of `size` (1, 2, 4 or 8) [bytes]."""
@@ -110,23 +100,7 @@ class Writer:
 
     def getvalue(self) -> bytes:
         """Return the whole serialized message, encapsulation header first."""
-        if not self.patches:
-            return b''.join(self.parts)
-        buffer = bytearray().join(self.parts)
-        cells = None
-        for data, offsets in self.patches.items():
-            if len(offsets) < _VECTOR_PATCHES:
-                # A few: slice writes cost less than setting up numpy's indexing.
-                for at in offsets:
-                    at += len(ENCAPSULATION)
-                    buffer[at:at + len(data)] = data
-                continue
-            # One vectorised write per distinct value (a tick's items share one last_used).
-            if cells is None:
-                cells = np.frombuffer(buffer, dtype=np.uint8)
-            at = np.asarray(offsets) + len(ENCAPSULATION)
-            cells[at[:, None] + np.arange(len(data))] = np.frombuffer(data, dtype=np.uint8)
-        return bytes(buffer)
+        return b''.join(self.parts)
 
 
 class _Piece:
@@ -243,13 +217,13 @@ class FrameEncoder:
         return data
 
     def _items_of(self, writer: Writer, pack: Pack, used: dict, stamp: tuple[int, int]) -> None:
-        """Append a pack's WorkingItems from cached pieces, then patch their last_used times."""
-        # An item's bytes depend on where it starts and on its content, not on the tick:
-        # last_used (the tick's time for every item served) is patched in afterwards.
+        """Append a pack's WorkingItems from cached pieces, each around its last_used time."""
+        # An item's bytes depend on where it starts and on its content, not on the tick: a
+        # piece is kept as the bytes before last_used and the flags after it, and the time
+        # (the tick's for every item served this tick) goes between them in the join.
         # Items are rebuilt every tick (last_used); their content objects are not.
         parts, offset, cache = writer.parts, writer.offset, self._items
         tick_time = _TIME.pack(*stamp)
-        at_tick = writer.patches.setdefault(tick_time, [])
         effective = pack.effective
         for item in pack.items:
             # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 5 last_used,
@@ -266,22 +240,20 @@ class FrameEncoder:
             if piece is None:
                 piece = _Piece((item[1], item[2], item[3], item[6], item[7]))
             used[key] = piece
-            data = piece.by_phase.get(offset % 8)
-            if data is None:
-                data = piece.by_phase[offset % 8] = self._item_bytes(item, offset % 8)
-            parts.append(data)
-            offset += len(data)
+            split = piece.by_phase.get(offset % 8)
+            if split is None:
+                data = self._item_bytes(item, offset % 8)
+                split = piece.by_phase[offset % 8] = (
+                    data[:-_ITEM_TIME_FROM_END], data[-_ITEM_FLAGS:], len(data))
             last_used = item[5]
             if last_used == effective:
-                at_tick.append(offset - _ITEM_TIME_FROM_END)
+                parts += (split[0], tick_time, split[1])
             else:
                 last_used = pack.ros_time(last_used)
-                writer.patch(offset - _ITEM_TIME_FROM_END,
-                             tick_time if last_used == pack.stamp
-                             else _TIME.pack(*nanoseconds(last_used)))
+                parts += (split[0], tick_time if last_used == pack.stamp
+                          else _TIME.pack(*nanoseconds(last_used)), split[1])
+            offset += split[2]
         writer.offset = offset
-        if not at_tick:
-            del writer.patches[tick_time]
 
     def _item_bytes(self, item: Item, phase: int) -> bytes:
         """Return a WorkingItem's bytes starting at `phase` (offset modulo 8), last_used 0.
