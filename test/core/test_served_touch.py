@@ -47,6 +47,8 @@ def test_touch_present_forgets_exactly_as_touching_each_present_unused_key(ops, 
         else:
             assert served.remove(op[1]) == each.remove(op[1])
         assert _state(served) == _state(each)
+        asked = KEYS + ['unknown']
+        assert served.items_of(asked) == [served.get(key) for key in asked]
     # What goes next is the same too: fill both far over capacity.
     for n in range(3 * capacity):
         now += 0.25

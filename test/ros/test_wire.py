@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from rclpy.serialization import deserialize_message, serialize_message
 
 from working_memory.core.frames import make_frame, make_pack
+from working_memory.core.frozen import deep_freeze
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason, Source
 from working_memory.ros import conversions as conv
@@ -25,8 +26,10 @@ UNIT = st.floats(0.0, 1.0, allow_nan=False)
 @st.composite
 def items(draw):
     keys = draw(st.lists(TEXT.filter(bool), unique=True, max_size=6))
-    return [Item(key, draw(JSON), draw(st.sampled_from(Source)), draw(UNIT), draw(STAMPS),
-                 draw(STAMPS), draw(st.booleans()), draw(st.booleans())) for key in keys]
+    # Frozen values as the board keeps them (their text is kept) and plain ones.
+    return [Item(key, draw(JSON | JSON.map(deep_freeze)), draw(st.sampled_from(Source)),
+                 draw(UNIT), draw(STAMPS), draw(STAMPS), draw(st.booleans()),
+                 draw(st.booleans())) for key in keys]
 
 
 @st.composite

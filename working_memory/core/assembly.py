@@ -424,12 +424,13 @@ class Assembler:
             newly_stale = stale
             self._rewish = False
         self._stale_keys = stale
+        boards = [(selection.board, self._weight_for(selection.manifest))
+                  for selection in selections] if touched else ()
         for key in touched:
             want = None
-            for selection in selections:
-                entry = selection.board.get(key)
+            for board, weight in boards:
+                entry = board.get(key)
                 if entry is not None:
-                    weight = self._weight_for(selection.manifest)
                     want = _merged(want, Source.BOARD, entry.value, entry.stamp,
                                    weight(key) if entry.importance is None else entry.importance,
                                    False)
@@ -441,6 +442,8 @@ class Assembler:
                 del self._board_sorted[bisect.bisect_left(self._board_sorted, key)]
         events: dict[str, dict] = {}
         for selection in selections:
+            if not selection.events:
+                continue
             weight = self._weight_for(selection.manifest)
             for key, event in selection.events.items():
                 events[key] = _merged(
@@ -485,8 +488,8 @@ class Assembler:
         # items compete with their last use, so an unchanged selection keeps its winners.
         settlement = ws.settle(candidates)
         # Served, not put this tick: used now.
-        keys = sorted(self._board_sorted + [key for key in events if key not in board_wanted])
-        ws.touch_present(keys, now)
+        keys = [key for key in events if key not in board_wanted]
+        ws.touch_present(sorted(self._board_sorted + keys) if keys else self._board_sorted, now)
         return settlement
 
     def _weight_for(self, manifest: Manifest):
@@ -509,14 +512,10 @@ class Assembler:
               log: EventLog) -> Pack:
         """Freeze one cabin's pack at ROS time `stamp`, effective time `now` [s]."""
         ws = self._ws
-        get = ws.get
-        items, evicted = [], []
-        for key in selection.board_sorted:
-            item = get(key)
-            if item is None:
-                evicted.append(key)
-            else:
-                items.append(item)
+        found = ws.items_of(selection.board_sorted)
+        items = [item for item in found if item is not None]
+        evicted = [] if len(items) == len(found) else [
+            key for key, item in zip(selection.board_sorted, found) if item is None]
         events = [event for key, event in selection.events.items() if key in ws]
         for key in evicted:
             selection.evicted_absent[key] = self._evicted(key, now)
@@ -527,7 +526,8 @@ class Assembler:
         self._require_events(selection, events, log, now)
         self._report_drops(selection)
         absent_sorted = _absent_sorted(selection)
-        served = [item.key for item in items] + [event_item_key(event) for event in events]
+        # Made only when some item came back (readmissions_of looks at none otherwise).
+        served = chain((item.key for item in items), map(event_item_key, events))
         returned = ws.readmissions_of(served)
         return make_pack(selection.manifest.name, tick, stamp, items, events,
                          selection.map_window, _missing_sorted(selection, now),

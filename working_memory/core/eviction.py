@@ -366,20 +366,25 @@ class PyWorkingSet:
 
     def _touch(self, keys: Iterable[str], now: float, present_only: bool) -> None:
         effective = self._time.observe(now)
-        slots, use = self._slots, self._ranking.use
-        for key in keys:
-            slot = slots.get(key)
-            if slot is None or slot[OUT]:
-                if present_only:
+        slots, seq, ranked = self._slots, self._seq, []
+        try:
+            for key in keys:
+                slot = slots.get(key)
+                if slot is None or slot[OUT]:
+                    if present_only:
+                        continue
+                    raise KeyError(f'touch: key {key!r} is not in the working set')
+                if present_only and not slot[LAST_USED] < effective:
                     continue
-                raise KeyError(f'touch: key {key!r} is not in the working set')
-            if present_only and not slot[LAST_USED] < effective:
-                continue
-            slot[LAST_USED] = effective
-            slot[ITEM] = None
-            if not slot[EXEMPT]:
-                self._seq = slot[SEQ] = self._seq + 1
-                use(slot)
+                slot[LAST_USED] = effective
+                slot[ITEM] = None
+                if not slot[EXEMPT]:
+                    seq = slot[SEQ] = seq + 1
+                    ranked.append(slot)
+        finally:
+            # The uses before a missing key stand, as with one touch after the other.
+            self._seq = seq
+            self._ranking.use_many(ranked)
 
     def readmissions_of(self, keys: Iterable[str]) -> list[Readmission]:
         """Return how each present key of `keys` came back after its latest eviction, if it did.
@@ -409,6 +414,12 @@ class PyWorkingSet:
         """Return the item for `key` without marking it used, or None."""
         slot = self._slots.get(key)
         return None if slot is None or slot[OUT] else slot[ITEM] or _item(slot)
+
+    def items_of(self, keys: Iterable[str]) -> list[Item | None]:
+        """Return the item of each of `keys`, None where it is not present (`get` of each)."""
+        slots = self._slots
+        return [None if (slot := slots.get(key)) is None or slot[OUT] else slot[ITEM] or _item(slot)
+                for key in keys]
 
     def remove(self, key: str) -> Item | None:
         """Drop `key`, present or evicted, because the truth removed it (not an eviction).

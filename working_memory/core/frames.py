@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import operator
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from itertools import repeat
+from json.encoder import encode_basestring_ascii
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
@@ -17,7 +19,7 @@ import numpy as np
 from working_memory.core.checks import check_int
 from working_memory.core.eviction import EvictionRecord, Readmission
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, Item, Missing, MissingReason
+from working_memory.core.items import Event, Item, Missing, MissingReason, value_text
 from working_memory.core.timebase import epoch_time
 
 DIGEST_HEX_CHARS = 16
@@ -194,18 +196,52 @@ class ItemEncodings:
         self._used: dict[str, tuple] = {}
         self._events_kept: dict[int, tuple[Event, bytes]] = {}
         self._events_used: dict[int, tuple[Event, bytes]] = {}
+        self._shapes: dict[int, tuple] = {}
+        self._shapes_used: dict[int, tuple] = {}
+        self._missing: dict[tuple, bytes] = {}
+        self._missing_used: dict[tuple, bytes] = {}
 
     def framed(self, item: Item) -> bytes:
         """Return the item's encoding with its length prefix (as the digest hashes it)."""
-        key = item.key
-        kept = self._used.get(key) or self._kept.get(key)
-        if (kept is None or kept[0] is not item.value or kept[1] is not item.source
-                or kept[2] != item.importance or kept[3] != item.stamp
-                or kept[4] != item.stale or kept[5] != item.exempt):
-            kept = (item.value, item.source, item.importance, item.stamp, item.stale,
-                    item.exempt, _framed(_item_encoding(item)))
-        self._used[key] = kept
-        return kept[6]
+        return self.framed_all((item,))[0]
+
+    def framed_all(self, items: Iterable[Item]) -> list[bytes]:
+        """Return each item's encoding with its length prefix, in order (one call per pack)."""
+        used, kept_before = self._used, self._kept
+        parts = []
+        append = parts.append
+        for item in items:
+            # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 4 stamp,
+            # 6 stale, 7 exempt (5 last_used and 8 size are not content).
+            key = item[0]
+            kept = used.get(key) or kept_before.get(key)
+            if (kept is None or kept[0] is not item[1] or kept[1] is not item[2]
+                    or kept[2] != item[3] or kept[3] != item[4] or kept[4] != item[6]
+                    or kept[5] != item[7]):
+                kept = (item[1], item[2], item[3], item[4], item[6], item[7],
+                        _framed(_item_encoding(item)))
+            used[key] = kept
+            append(kept[6])
+        return parts
+
+    def rest(self, map_window: MapWindow | None, missing: tuple[Missing, ...]) -> tuple:
+        """Return the canonical JSON of a pack's map shape and missing list, kept while same.
+
+        The shape is kept per window object (frozen windows live across ticks); the
+        missing list while its (key, reason, detail) repeat.
+        """
+        shape = self._shapes_used.get(id(map_window)) or self._shapes.get(id(map_window))
+        if shape is None or shape[0] is not map_window:
+            shape = (map_window, _shape_encoding(map_window))
+        self._shapes_used[id(map_window)] = shape
+        if not missing:
+            return shape[1], b'[]'
+        fields = tuple(map(_missing_fields, missing))
+        text = self._missing_used.get(fields) or self._missing.get(fields)
+        if text is None:
+            text = _canonical(list(fields))
+        self._missing_used[fields] = text
+        return shape[1], text
 
     def event(self, event: Event) -> bytes:
         """Return the event's JSON text in a pack digest, kept while the event object lives."""
@@ -219,11 +255,39 @@ class ItemEncodings:
         """Forget the encodings no pack of the ending tick used."""
         self._kept, self._used = self._used, {}
         self._events_kept, self._events_used = self._events_used, {}
+        self._shapes, self._shapes_used = self._shapes_used, {}
+        self._missing, self._missing_used = self._missing_used, {}
+
+
+_JSON_BOOLS = {True: 'true', False: 'false'}
 
 
 def _item_encoding(item: Item) -> bytes:
-    return _canonical([item.key, item.value, item.source.value, item.importance, item.stamp,
-                       item.stale, item.exempt])
+    """Return the canonical JSON of an item's content, joined around its value's kept text.
+
+    The same text as `_canonical` of [key, value, source, importance, stamp, stale,
+    exempt]; the common item (finite float numbers, bool flags) is written without
+    encoding its value again (`value_text`), anything else is encoded as a whole.
+    """
+    key, value, source, importance, stamp, _, stale, exempt = item[:8]
+    if (importance.__class__ is float and stamp.__class__ is float and stale.__class__ is bool
+            and exempt.__class__ is bool and key.__class__ is str
+            and -math.inf < importance < math.inf and -math.inf < stamp < math.inf):
+        try:
+            text = value_text(value)
+        except ValueError:   # NaN or Infinity: json.dumps writes them, as _canonical does
+            text = None
+        if text is not None:
+            return (f'[{encode_basestring_ascii(key)},{text},'
+                    f'{encode_basestring_ascii(source.value)},{importance!r},{stamp!r},'
+                    f'{_JSON_BOOLS[stale]},{_JSON_BOOLS[exempt]}]').encode()
+    return _canonical([key, value, source.value, importance, stamp, stale, exempt])
+
+
+def _shape_encoding(map_window: MapWindow | None) -> bytes:
+    """Return the canonical JSON of a window's origin, resolution and shape (null without)."""
+    return _canonical(None if map_window is None else [
+        list(map_window.origin), map_window.resolution, list(map_window.data.shape)])
 
 
 def _event_encoding(event: Event) -> bytes:
@@ -244,15 +308,15 @@ def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapW
     if encodings is None:
         parts = [_framed(_item_encoding(item)) for item in items]
         texts = [_event_encoding(event) for event in events]
+        shape = _shape_encoding(map_window)
+        missing = _canonical(list(map(_missing_fields, missing)))
     else:
-        parts = [encodings.framed(item) for item in items]
-        texts = [encodings.event(event) for event in events]
-    shape = None if map_window is None else [list(map_window.origin), map_window.resolution,
-                                             list(map_window.data.shape)]
+        parts = encodings.framed_all(items)
+        texts = [encodings.event(event) for event in events] if events else ()
+        shape, missing = encodings.rest(map_window, tuple(missing))
     # Keys in sorted order, as json.dumps(sort_keys=True) writes them.
     rest = b''.join((b'{"events":[', b','.join(texts), b'],"items":', str(len(parts)).encode(),
-                     b',"map":', _canonical(shape), b',"missing":',
-                     _canonical(list(map(_missing_fields, missing))), b'}'))
+                     b',"map":', shape, b',"missing":', missing, b'}'))
     parts.append(_framed(rest))
     if map_window is not None:
         parts.append(_framed(cells_digest(map_window)))

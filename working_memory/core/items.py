@@ -6,10 +6,11 @@ import enum
 import json
 import math
 from dataclasses import dataclass, field
-from json.encoder import encode_basestring_ascii
+from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any, NamedTuple
 
 from working_memory.core.checks import is_finite_number, is_unit_interval
+from working_memory.core.frozen import FrozenDict
 
 
 class Source(str, enum.Enum):
@@ -45,16 +46,29 @@ class MissingReason(str, enum.Enum):
 # ensure_ascii (the default) makes the text's length its byte length; allow_nan=False
 # because NaN and Infinity are not JSON (RFC 8259).
 _COMPACT_JSON = json.JSONEncoder(separators=(',', ':'), sort_keys=True, allow_nan=False)
+# The same encoder's C core made once, without the circular-reference check: a deeply
+# frozen value is a tree (deep_freeze copies it), and JSONEncoder.encode would build the
+# core again for every value.
+_FROZEN_JSON = None if c_make_encoder is None else c_make_encoder(
+    None, _COMPACT_JSON.default, encode_basestring_ascii, None, ':', ',', True, False, False)
 
 
 _SCALAR_SIZES = {None: 4, True: 4, False: 5}
+
+
+# Texts of deeply frozen values by identity (see value_text): two generations, so a value's
+# text lives from its put to the digest and wire encoding of the same tick and a while after.
+_TEXTS_PER_GENERATION = 1024
+_texts: dict[int, tuple[Any, str]] = {}
+_texts_before: dict[int, tuple[Any, str]] = {}
 
 
 def json_size(value: Any) -> int:
     """Return the byte length of the compact JSON text of `value`.
 
     Scalars are measured without the encoder's setup (the working set measures
-    every put); the text's length is the same as `_COMPACT_JSON.encode`'s.
+    every put); the text's length is the same as `_COMPACT_JSON.encode`'s, and a
+    frozen value's text is kept for `value_text`.
     Raises TypeError or ValueError (NaN, Infinity) as the encoder does.
     """
     cls = value.__class__
@@ -66,7 +80,31 @@ def json_size(value: Any) -> int:
         return len(encode_basestring_ascii(value))
     if value is None or cls is bool:
         return _SCALAR_SIZES[value]
-    return len(_COMPACT_JSON.encode(value))
+    return len(value_text(value))
+
+
+def value_text(value: Any) -> str:
+    """Return the compact canonical JSON text of `value` (sorted keys, ASCII, no NaN).
+
+    A deeply frozen dict (`core.frozen.FrozenDict`, as the board and the log keep
+    values) never changes, so its text is made once and kept by identity: the put
+    that measures it, the pack digest and the wire encoding of a tick share one.
+    Raises TypeError or ValueError (NaN, Infinity) as the encoder does.
+    """
+    global _texts, _texts_before
+    if value.__class__ is not FrozenDict:
+        return _COMPACT_JSON.encode(value)
+    key = id(value)
+    kept = _texts.get(key)
+    if kept is None or kept[0] is not value:
+        kept = _texts_before.get(key)
+        if kept is None or kept[0] is not value:
+            kept = (value, _COMPACT_JSON.encode(value) if _FROZEN_JSON is None
+                    else ''.join(_FROZEN_JSON(value, 0)))
+        if len(_texts) >= _TEXTS_PER_GENERATION:
+            _texts_before, _texts = _texts, {}
+        _texts[key] = kept
+    return kept[1]
 
 
 def check_importance(importance: float | None, what: str) -> None:

@@ -85,6 +85,17 @@ class LevelRanking:
             del level.returned[slot[KEY]]
             level.used[slot[KEY]] = slot
 
+    def use_many(self, slots: list[list]) -> None:
+        """Do `use` of each present slot, in order (a tick uses its whole served set)."""
+        levels = self._levels
+        for slot in slots:
+            level = levels[slot[IMPORTANCE]]
+            try:
+                level.used.move_to_end(slot[KEY])
+            except KeyError:
+                del level.returned[slot[KEY]]
+                level.used[slot[KEY]] = slot
+
     def discard(self, slot: list) -> None:
         """Remove a present slot."""
         level = self._levels[slot[IMPORTANCE]]
@@ -185,6 +196,10 @@ class HeapRanking:
     def use(self, slot: list) -> None:
         """Note that a present slot was used again (re-ranked when it reaches the top)."""
         self._used.add(slot[KEY])
+
+    def use_many(self, slots: list[list]) -> None:
+        """Do `use` of each present slot, in order."""
+        self._used.update([slot[KEY] for slot in slots])
 
     def discard(self, slot: list) -> None:
         """Remove a present slot (its heap entries turn stale)."""

@@ -27,10 +27,10 @@ _NOT_SELECTED, _DROPPED, _SELECTED = object(), object(), object()
 
 def tags_pass(tags: Iterable[str], include: frozenset[str], exclude: frozenset[str]) -> bool:
     """Semantic filter: excluded tags lose; untagged items and any included tag pass."""
-    tags = set(tags)
-    if tags & exclude:
+    # isdisjoint takes the tags as they are: no set is built (a cabin asks per changed key).
+    if exclude and not exclude.isdisjoint(tags):
         return False
-    return not include or not tags or bool(tags & include)
+    return not include or not tags or not include.isdisjoint(tags)
 
 
 def filtered(key: str, tags: Iterable[str], include: frozenset[str],
@@ -131,6 +131,7 @@ class CabinBoard:
         self.touched: set[str] = set()
         # Entries tags.from_goal names (the goal tags extend the include filter).
         self._goals: dict[str, BoardEntry] = {}
+        self._goal_names: dict[str, bool] = {}   # key -> whether tags.from_goal names it
         # Served or filtered entries with a ttl (either goes stale when it runs out), and
         # their deadlines [s, effective time] in a heap.
         self._timed: dict[str, BoardEntry] = {}
@@ -166,7 +167,18 @@ class CabinBoard:
         if changes is None or include != self._include:
             self._start_over(mirror, include, now)
         else:
+            kinds, served = self._kinds, self.served
             for key, entry in changes.items():
+                kind = kinds.get(key)
+                # A key the manifest does not select is in none of the cabin's sets.
+                if kind is _NOT_SELECTED:
+                    continue
+                if kind is _SELECTED and entry is not None and key in served and self._serves(
+                        key, entry, now):
+                    # A served key served again (a sensor's new reading): it keeps its place.
+                    self._timed.pop(key, None)
+                    self._serve(key, entry, False)
+                    continue
                 self._drop(key)
                 if entry is None:
                     self._kinds.pop(key, None)
@@ -200,12 +212,17 @@ class CabinBoard:
             else:
                 self._goals = {pattern: mirror[pattern]} if pattern in mirror else {}
             return
+        names = self._goal_names
         for key, entry in changes.items():
-            if key == pattern or is_glob(pattern) and fnmatch.fnmatchcase(key, pattern):
-                if entry is None:
-                    self._goals.pop(key, None)
-                else:
-                    self._goals[key] = entry
+            named = names.get(key)
+            if named is None:   # matched once per key: the pattern is the manifest's
+                named = names[key] = key == pattern or is_glob(pattern) and fnmatch.fnmatchcase(
+                    key, pattern)
+            if entry is None:
+                del names[key]   # a removed key is forgotten, as in _kinds
+                self._goals.pop(key, None)
+            elif named:
+                self._goals[key] = entry
 
     def _goal_tags(self, now: float) -> frozenset[str]:
         """Tags of the fresh goal entries named by `tags.from_goal` ("tags by goal")."""
@@ -243,17 +260,25 @@ class CabinBoard:
                                     'withheld by an injected drop'), sort)
         elif entry.is_stale(now):
             self._stale(stale_note(entry), sort)
-        elif (not key.startswith(self._exempt)
-              and not tags_pass(entry.tags, self._include, self._exclude)):
+        elif not self._serves(key, entry, now):
             self._absent(AbsentNote(*filtered(key, entry.tags, self._include, self._exclude)),
                          sort)
             self._time(key, entry)
         else:
-            self.served[key] = entry
-            self.touched.add(key)
-            if sort:
-                bisect.insort(self.served_sorted, key)
-            self._time(key, entry)
+            self._serve(key, entry, sort)
+
+    def _serves(self, key: str, entry: BoardEntry, now: float) -> bool:
+        """Return True when a selected, not withheld entry is served: fresh, past the filter."""
+        return not entry.is_stale(now) and (key.startswith(self._exempt) or tags_pass(
+            entry.tags, self._include, self._exclude))
+
+    def _serve(self, key: str, entry: BoardEntry, sort: bool) -> None:
+        """Serve `entry`; with `sort` its key goes into `served_sorted` (else it is there)."""
+        self.served[key] = entry
+        self.touched.add(key)
+        if sort:
+            bisect.insort(self.served_sorted, key)
+        self._time(key, entry)
 
     def _time(self, key: str, entry: BoardEntry) -> None:
         """Keep the deadline of a fresh entry with a ttl: it is judged stale then."""

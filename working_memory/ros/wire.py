@@ -25,7 +25,8 @@ import numpy as np
 
 from working_memory.core.frames import Frame, Pack
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason
+from working_memory.core.items import (Event, EventKind, Item, Missing, MissingReason,
+                                       value_text)
 from working_memory.core.windows import window_digest
 
 ENCAPSULATION = b'\x00\x01\x00\x00'   # CDR little endian, no options
@@ -38,13 +39,12 @@ _U64 = struct.Struct('<Q')
 # WorkingItem after its strings: float64 importance, Time last_used, bool stale, bool exempt.
 _ITEM_TAIL = struct.Struct('<diI??')
 _ITEM_TIME_FROM_END = 10   # last_used starts 10 bytes before a WorkingItem's end
+_ITEM_FLAGS = 2            # and the two bools after it end the item
 # MapMetaData from its map_load_time: Time, float32 resolution, uint32 width, uint32 height.
 _MAP_META = struct.Struct('<iIfII')
 # Pose: position x, y, z then orientation x, y, z, w (float64 each).
 _POSE = struct.Struct('<7d')
 _ZEROS = bytes(8)
-# From this many offsets of one value on, a patch is one numpy write (measured: about 30).
-_VECTOR_PATCHES = 32
 
 
 def nanoseconds(seconds: float) -> tuple[int, int]:
@@ -60,22 +60,13 @@ def cdr_string(text: str) -> bytes:
 
 
 class Writer:
-    """Append CDR pieces, tracking the payload offset that alignment is counted from.
+    """Append CDR pieces, tracking the payload offset that alignment is counted from."""
 
-    Cached pieces may hold a placeholder where a time goes: `patch` records
-    where (payload offset) and what, and `getvalue` writes them all at once.
-    """
-
-    __slots__ = ('parts', 'offset', 'patches')
+    __slots__ = ('parts', 'offset')
 
     def __init__(self):
         self.parts: list[bytes] = [ENCAPSULATION]
         self.offset = 0
-        self.patches: dict[bytes, list[int]] = {}
-
-    def patch(self, offset: int, data: bytes) -> None:
-        """Have `getvalue` write the 8 bytes `data` at payload `offset`."""
-        self.patches.setdefault(data, []).append(offset)
 
     def align(self, size: int) -> None:
         """Pad with zeros to a multiple of `size` (1, 2, 4 or 8) [bytes]."""
@@ -86,9 +77,13 @@ class Writer:
 
     def put(self, data: bytes, alignment: int = 1) -> None:
         """Append `data`, which must start aligned to `alignment` [bytes]."""
-        self.align(alignment)
-        self.parts.append(data)
-        self.offset += len(data)
+        # align() written out: a frame makes some fifty puts.
+        pad = -self.offset % alignment
+        if pad:
+            self.parts += (_ZEROS[:pad], data)
+        else:
+            self.parts.append(data)
+        self.offset += pad + len(data)
 
     def string(self, encoded: bytes) -> None:
         """Append a string made by `cdr_string`."""
@@ -105,23 +100,7 @@ class Writer:
 
     def getvalue(self) -> bytes:
         """Return the whole serialized message, encapsulation header first."""
-        if not self.patches:
-            return b''.join(self.parts)
-        buffer = bytearray().join(self.parts)
-        cells = None
-        for data, offsets in self.patches.items():
-            if len(offsets) < _VECTOR_PATCHES:
-                # A few: slice writes cost less than setting up numpy's indexing.
-                for at in offsets:
-                    at += len(ENCAPSULATION)
-                    buffer[at:at + len(data)] = data
-                continue
-            # One vectorised write per distinct value (a tick's items share one last_used).
-            if cells is None:
-                cells = np.frombuffer(buffer, dtype=np.uint8)
-            at = np.asarray(offsets) + len(ENCAPSULATION)
-            cells[at[:, None] + np.arange(len(data))] = np.frombuffer(data, dtype=np.uint8)
-        return bytes(buffer)
+        return b''.join(self.parts)
 
 
 class _Piece:
@@ -136,16 +115,6 @@ class _Piece:
     def holds(self, sources: tuple) -> bool:
         """Return True when this piece encodes the very same objects."""
         return all(mine is theirs for mine, theirs in zip(self.sources, sources))
-
-
-def _same_item(sources: tuple, item: Item) -> bool:
-    """Return True when a piece's (value, source, importance, stale, exempt) are the item's.
-
-    The value must be the very object (1, 1.0 and True are equal but encode apart).
-    """
-    value, source, importance, stale, exempt = sources
-    return (value is item.value and source is item.source and importance == item.importance
-            and stale == item.stale and exempt == item.exempt)
 
 
 class FrameEncoder:
@@ -248,46 +217,58 @@ class FrameEncoder:
         return data
 
     def _items_of(self, writer: Writer, pack: Pack, used: dict, stamp: tuple[int, int]) -> None:
-        """Append a pack's WorkingItems from cached pieces, then patch their last_used times."""
-        # An item's bytes depend on where it starts and on its content, not on the tick:
-        # last_used (the tick's time for every item served) is patched in afterwards.
+        """Append a pack's WorkingItems from cached pieces, each around its last_used time."""
+        # An item's bytes depend on where it starts and on its content, not on the tick: a
+        # piece is kept as the bytes before last_used and the flags after it, and the time
+        # (the tick's for every item served this tick) goes between them in the join.
         # Items are rebuilt every tick (last_used); their content objects are not.
         parts, offset, cache = writer.parts, writer.offset, self._items
         tick_time = _TIME.pack(*stamp)
-        at_tick = writer.patches.setdefault(tick_time, [])
         effective = pack.effective
         for item in pack.items:
-            key = item.key
+            # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 5 last_used,
+            # 6 stale, 7 exempt. The value must be the very object (1, 1.0 and True are
+            # equal but encode apart).
+            key = item[0]
             piece = used.get(key) or cache.get(key)
-            if piece is None or not _same_item(piece.sources, item):
-                piece = _Piece((item.value, item.source, item.importance, item.stale,
-                                item.exempt))
+            if piece is not None:
+                sources = piece.sources
+                if not (sources[0] is item[1] and sources[1] is item[2]
+                        and sources[2] == item[3] and sources[3] == item[6]
+                        and sources[4] == item[7]):
+                    piece = None
+            if piece is None:
+                piece = _Piece((item[1], item[2], item[3], item[6], item[7]))
             used[key] = piece
-            data = piece.by_phase.get(offset % 8)
-            if data is None:
-                data = piece.by_phase[offset % 8] = self._item_bytes(item, offset % 8)
-            parts.append(data)
-            offset += len(data)
-            last_used = item.last_used
+            split = piece.by_phase.get(offset % 8)
+            if split is None:
+                data = self._item_bytes(item, offset % 8)
+                split = piece.by_phase[offset % 8] = (
+                    data[:-_ITEM_TIME_FROM_END], data[-_ITEM_FLAGS:], len(data))
+            last_used = item[5]
             if last_used == effective:
-                at_tick.append(offset - _ITEM_TIME_FROM_END)
+                parts += (split[0], tick_time, split[1])
             else:
                 last_used = pack.ros_time(last_used)
-                writer.patch(offset - _ITEM_TIME_FROM_END,
-                             tick_time if last_used == pack.stamp
-                             else _TIME.pack(*nanoseconds(last_used)))
+                parts += (split[0], tick_time if last_used == pack.stamp
+                          else _TIME.pack(*nanoseconds(last_used)), split[1])
+            offset += split[2]
         writer.offset = offset
-        if not at_tick:
-            del writer.patches[tick_time]
 
     def _item_bytes(self, item: Item, phase: int) -> bytes:
-        piece = Writer()
-        piece.offset = phase
-        piece.string(cdr_string(item.key))
-        piece.string(cdr_string(CANONICAL_JSON.encode(item.value)))
-        piece.string(self._string(item.source.value))
-        piece.put(_ITEM_TAIL.pack(item.importance, 0, 0, item.stale, item.exempt), 8)
-        return b''.join(piece.parts[1:])
+        """Return a WorkingItem's bytes starting at `phase` (offset modulo 8), last_used 0.
+
+        The value's text is the one its put measured (`value_text`), not encoded again.
+        """
+        parts, offset = [], phase
+        for encoded in (cdr_string(item.key), cdr_string(value_text(item.value)),
+                        self._string(item.source.value)):
+            pad = -offset % 4
+            parts += (_ZEROS[:pad], encoded)
+            offset += pad + len(encoded)
+        parts += (_ZEROS[:-offset % 8],
+                  _ITEM_TAIL.pack(item.importance, 0, 0, item.stale, item.exempt))
+        return b''.join(parts)
 
     def _event_bytes(self, event: Event, phase: int) -> bytes:
         piece = Writer()

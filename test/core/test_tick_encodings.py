@@ -1,0 +1,72 @@
+"""The tick's kept encodings equal the ones made from scratch (issue 12, tick cost)."""
+
+import json
+
+from hypothesis import given, settings, strategies as st
+
+from working_memory.core import frames
+from working_memory.core.frames import ItemEncodings, pack_digest
+from working_memory.core.frozen import deep_freeze
+from working_memory.core.items import Item, Missing, MissingReason, Source, json_size, value_text
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                max_size=3),
+    max_leaves=8)
+_items = st.builds(
+    Item, key=st.text(min_size=1, max_size=6), value=_json.map(deep_freeze),
+    source=st.sampled_from(list(Source)), importance=st.floats(0.0, 1.0),
+    stamp=st.floats(-1e9, 1e9), last_used=st.floats(0.0, 1e3), stale=st.booleans(),
+    exempt=st.booleans())
+
+
+def _scratch(item: Item) -> bytes:
+    return json.dumps([item.key, item.value, item.source.value, item.importance, item.stamp,
+                       item.stale, item.exempt], sort_keys=True, separators=(',', ':')).encode()
+
+
+@given(_items)
+def test_an_items_encoding_joined_around_its_kept_value_text_is_the_canonical_json(item):
+    assert frames._item_encoding(item) == _scratch(item)
+
+
+def test_an_item_of_other_number_types_is_encoded_as_a_whole_the_same_way():
+    for item in (Item('k', deep_freeze({'a': [1]}), Source.LOG, 1, 2, 0.0, 0, 1),
+                 Item('k', float('nan'), Source.BOARD, 0.5, 1.0, 0.0),
+                 Item('k', 'x', Source.BOARD, 0.5, float('inf'), 0.0)):
+        assert frames._item_encoding(item) == _scratch(item)
+
+
+@given(_json.map(deep_freeze))
+def test_a_values_text_is_the_compact_canonical_json_and_its_size_the_texts_length(value):
+    text = json.dumps(value, sort_keys=True, separators=(',', ':'), allow_nan=False)
+    assert value_text(value) == text
+    assert value_text(value) == text   # the kept text, the second time
+    assert json_size(value) == len(text)
+
+
+def test_a_plain_dict_is_encoded_anew_each_time_so_a_mutation_shows():
+    value = {'a': 1}
+    assert value_text(value) == '{"a":1}'
+    value['a'] = 2
+    assert value_text(value) == '{"a":2}' and json_size(value) == 7
+
+
+@settings(max_examples=60)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 5), _items), max_size=6), min_size=1,
+                max_size=6),
+       st.lists(st.sampled_from(['', 'a', 'b']), max_size=3))
+def test_digests_made_with_kept_encodings_over_ticks_equal_those_made_from_scratch(ticks,
+                                                                                   details):
+    # Each tick changes some keys' items (a key per slot 0..5); the rest are as last tick.
+    encodings, held = ItemEncodings(), {}
+    missing = tuple(Missing(f'm{i}', MissingReason.STALE, d) for i, d in enumerate(details))
+    for changes in ticks:
+        for slot, item in changes:
+            held[f'k{slot}'] = item._replace(key=f'k{slot}')
+        items = [held[key]._replace(last_used=float(len(ticks))) for key in sorted(held)]
+        kept = pack_digest(items, (), None, missing, encodings)
+        encodings.end_tick()
+        assert kept == pack_digest(items, (), None, missing)
