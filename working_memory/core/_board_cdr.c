@@ -50,7 +50,8 @@ static PyObject *read_string(Reader *r)
         return NULL;
     if (length == 0)
         return PyUnicode_FromStringAndSize("", 0);
-    if ((Py_ssize_t)length > r->size - r->at || r->data[r->at + length - 1] != 0)
+    /* size_t on both sides: a length near 2**32 cannot wrap a 32-bit Py_ssize_t. */
+    if ((size_t)length > (size_t)(r->size - r->at) || r->data[r->at + length - 1] != 0)
         return NULL;
     const char *text = (const char *)r->data + r->at;
     if (memchr(text, 0, length - 1) != NULL)
