@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from hypothesis import given, settings, strategies as st
 
 from working_memory.core import frames
@@ -70,3 +72,46 @@ def test_digests_made_with_kept_encodings_over_ticks_equal_those_made_from_scrat
         kept = pack_digest(items, (), None, missing, encodings)
         encodings.end_tick()
         assert kept == pack_digest(items, (), None, missing)
+
+
+@settings(max_examples=60)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 7), _items), max_size=5), min_size=1,
+                max_size=8),
+       st.lists(st.booleans(), min_size=8, max_size=8))
+def test_a_groups_kept_parts_over_ticks_give_the_digests_made_from_scratch(ticks, served):
+    # Per tick a few of 8 keys change (value, source, stamp, flags); the pack serves some keys
+    # (the list's length changes when a key comes or goes); every Item is made anew each tick.
+    encodings, held = ItemEncodings(), {}
+    for number, changes in enumerate(ticks):
+        for slot, item in changes:
+            held[f'k{slot}'] = item._replace(key=f'k{slot}')
+        keys = [key for index, key in enumerate(sorted(held)) if served[(index + number) % 8]]
+        items = [held[key]._replace(last_used=float(number)) for key in keys]
+        kept = pack_digest(items, (), None, (), encodings, 'cabin')
+        assert kept == pack_digest(items, (), None, (), encodings, 'other')
+        encodings.end_tick()
+        assert kept == pack_digest(items, (), None, ())
+
+
+# Equal but distinct objects (1, 1.0, True; two ints of 10**6; NaN is not equal to itself).
+_POOL = [1, 1.0, True, 'a', None, 10**6, int('1000000'), float('nan')]
+_rows = st.tuples(st.sampled_from(_POOL), st.sampled_from(_POOL))
+
+
+@given(st.lists(st.tuples(_rows, _rows), max_size=12),
+       st.lists(st.integers(0, 1), max_size=2), st.lists(st.integers(0, 1), max_size=2))
+def test_changed_positions_in_c_match_the_reference(pairs, same, equal):
+    old, new = [a for a, _ in pairs], [b for _, b in pairs]
+    assert frames.changed_positions(old, new, same, equal) == frames.py_changed_positions(
+        old, new, same, equal)
+
+
+def test_changed_positions_tell_the_very_object_from_an_equal_one():
+    value = object()
+    assert frames.changed_positions([(value, 1.0)], [(value, 1)], [0], [1]) == []
+    assert frames.changed_positions([(value, 1.0)], [(object(), 1.0)], [0], [1]) == [0]
+    assert frames.changed_positions([(value, 1.0)], [(value, True)], [1], []) == [0]
+    with pytest.raises(ValueError, match='one length'):
+        frames.changed_positions([], [(1,)], [0], [])
+    with pytest.raises(TypeError, match='tuples'):
+        frames.changed_positions([(1,)], [[1]], [0], [])

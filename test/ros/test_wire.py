@@ -131,3 +131,27 @@ def test_many_items_used_at_the_tick_and_before_serialize_exactly():
     wire = encoder()
     for _ in range(2):    # the second frame from cached pieces
         assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 5), JSON.map(deep_freeze),
+                                   st.booleans()), max_size=4), min_size=2, max_size=8),
+       st.lists(st.booleans(), min_size=6, max_size=6))
+def test_kept_item_sections_over_ticks_serialize_as_a_fresh_encoder_does(ticks, served):
+    # Three cabins, a few of six keys changing per tick (value, stale); the first cabins'
+    # lengths move where the later ones start. Every Item is made anew each tick, all used
+    # at the tick but some ticks, when one item keeps an older last_used.
+    wire, held = encoder(), {}
+    for number, changes in enumerate(ticks):
+        stamp = 10.0 + number
+        for cabin, slot, value, stale in changes:
+            held[(cabin, slot)] = Item(f'k{slot}', value, Source.BOARD, 0.5, 1.0, stamp, stale)
+        packs = []
+        for cabin in range(3):
+            items = [held[(c, s)]._replace(last_used=stamp - (number % 3 == 2 and s == 0))
+                     for (c, s) in sorted(held) if c == cabin and served[(s + number) % 6]]
+            packs.append(make_pack(f'c{cabin}', number, stamp, items, [], None, [],
+                                   effective=stamp))
+        frame = make_frame(number, stamp, packs)
+        assert wire.frame(frame, 'map') == encoder().frame(frame, 'map')
+    assert_same_wire(wire.frame(frame, 'map'), frame, 'map')

@@ -635,7 +635,92 @@ counts(PyObject *module, PyObject *unused)
     return Py_BuildValue("{sKsK}", "fast", fast_puts, "reference", reference_puts);
 }
 
+/* changed_positions(old, new, same, equal): the positions i where old[i] and new[i] (tuples,
+ * two sequences of one length) differ: a field in `same` not the very object, or one in
+ * `equal` not ==. The per-item compare of a pack's kept parts (core/frames.py), in C. */
+static PyObject *
+changed_positions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "changed_positions(old, new, same, equal)");
+        return NULL;
+    }
+    PyObject *old = PySequence_Fast(args[0], "old: must be a sequence");
+    PyObject *new = old ? PySequence_Fast(args[1], "new: must be a sequence") : NULL;
+    PyObject *same = new ? PySequence_Fast(args[2], "same: must be a sequence") : NULL;
+    PyObject *equal = same ? PySequence_Fast(args[3], "equal: must be a sequence") : NULL;
+    PyObject *result = NULL;
+    if (!equal)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(old), n_same = PySequence_Fast_GET_SIZE(same);
+    Py_ssize_t n_equal = PySequence_Fast_GET_SIZE(equal);
+    if (PySequence_Fast_GET_SIZE(new) != n) {
+        PyErr_SetString(PyExc_ValueError, "old and new: must be of one length");
+        goto done;
+    }
+    Py_ssize_t fields[16];
+    if (n_same + n_equal > 16) {
+        PyErr_SetString(PyExc_ValueError, "same and equal: at most 16 fields");
+        goto done;
+    }
+    for (Py_ssize_t f = 0; f < n_same + n_equal; f++) {
+        PyObject *index = f < n_same ? PySequence_Fast_GET_ITEM(same, f)
+                                     : PySequence_Fast_GET_ITEM(equal, f - n_same);
+        if ((fields[f] = PyLong_AsSsize_t(index)) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "same and equal: field indices >= 0");
+            goto done;
+        }
+    }
+    if (!(result = PyList_New(0)))
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = PySequence_Fast_GET_ITEM(old, i), *b = PySequence_Fast_GET_ITEM(new, i);
+        if (!PyTuple_Check(a) || !PyTuple_Check(b)) {
+            PyErr_SetString(PyExc_TypeError, "old and new: must hold tuples");
+            Py_CLEAR(result);
+            goto done;
+        }
+        int moved = 0;
+        for (Py_ssize_t f = 0; f < n_same + n_equal && !moved; f++) {
+            if (fields[f] >= PyTuple_GET_SIZE(a) || fields[f] >= PyTuple_GET_SIZE(b)) {
+                PyErr_SetString(PyExc_IndexError, "a field index is past an item's end");
+                Py_CLEAR(result);
+                goto done;
+            }
+            PyObject *x = PyTuple_GET_ITEM(a, fields[f]), *y = PyTuple_GET_ITEM(b, fields[f]);
+            if (f < n_same) {
+                moved = x != y;
+            } else if (x != y) {
+                int same_value = PyObject_RichCompareBool(x, y, Py_EQ);
+                if (same_value < 0) {
+                    Py_CLEAR(result);
+                    goto done;
+                }
+                moved = !same_value;
+            }
+        }
+        if (moved) {
+            PyObject *position = PyLong_FromSsize_t(i);
+            if (!position || PyList_Append(result, position) < 0) {
+                Py_XDECREF(position);
+                Py_CLEAR(result);
+                goto done;
+            }
+            Py_DECREF(position);
+        }
+    }
+done:
+    Py_XDECREF(old);
+    Py_XDECREF(new);
+    Py_XDECREF(same);
+    Py_XDECREF(equal);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
+    {"changed_positions", (PyCFunction)(void (*)(void))changed_positions, METH_FASTCALL,
+     "Return the positions where two equally long sequences of tuples differ (see frames)."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Give put the reference put, the classes and helpers of eviction.py it works with."},
     {"counts", counts, METH_NOARGS,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from json.encoder import encode_basestring_ascii
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -26,6 +26,11 @@ DIGEST_HEX_CHARS = 16
 _item_key = operator.attrgetter('key')
 # A Missing as the digest encodes it: its reason (a str enum) is written as its value.
 _missing_fields = operator.attrgetter('key', 'reason', 'detail')
+# An Item's content as the digest encodes it, by position: the very value and source
+# (1, 2), and key, importance, stamp, stale, exempt (0, 3, 4, 6, 7) equal; last_used (5)
+# and size (8) are not content.
+DIGEST_SAME, DIGEST_EQUAL = (1, 2), (0, 3, 4, 6, 7)
+_item_key_of = operator.itemgetter(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +170,27 @@ def cells_digest(window: MapWindow) -> bytes:
     return hashlib.sha256(np.ascontiguousarray(window.data).data).digest()
 
 
+def py_changed_positions(old: Sequence[tuple], new: Sequence[tuple], same: Sequence[int],
+                         equal: Sequence[int]) -> list[int]:
+    """Return the positions where two equally long lists of tuples differ (the reference).
+
+    At position i a field in `same` differs when it is not the very object, one in
+    `equal` when it is neither the very object nor ==. `changed_positions` is the
+    same in C (core/_evict.c) when the extension is built.
+    """
+    if len(old) != len(new):
+        raise ValueError('old and new: must be of one length')
+    return [i for i, (a, b) in enumerate(zip(old, new))
+            if any(a[f] is not b[f] for f in same)
+            or any(a[f] is not b[f] and not a[f] == b[f] for f in equal)]
+
+
+try:
+    from working_memory.core._evict import changed_positions
+except ImportError:   # a source tree without the built extension
+    changed_positions = py_changed_positions
+
+
 def _digest(parts: Iterable[bytes]) -> str:
     return _digest_framed([_framed(part) for part in parts])
 
@@ -181,6 +207,17 @@ def _digest_framed(framed: list[bytes]) -> str:
 
 def _canonical(value) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(',', ':')).encode()
+
+
+class _Group:
+    """A group's (a pack's) last item list as the digest encoded it, kept to compare with."""
+
+    __slots__ = ('items', 'kept', 'parts')
+
+    def __init__(self, items: tuple, used: dict, parts: list[bytes]):
+        self.items = list(items)
+        self.kept = list(map(used.__getitem__, map(_item_key_of, items)))
+        self.parts = list(parts)
 
 
 class ItemEncodings:
@@ -200,13 +237,42 @@ class ItemEncodings:
         self._shapes_used: dict[int, tuple] = {}
         self._missing: dict[tuple, bytes] = {}
         self._missing_used: dict[tuple, bytes] = {}
+        # Per group (a pack's cabin): its last item list (see framed_all).
+        self._groups: dict[str, _Group] = {}
+        self._groups_used: dict[str, _Group] = {}
 
     def framed(self, item: Item) -> bytes:
         """Return the item's encoding with its length prefix (as the digest hashes it)."""
         return self.framed_all((item,))[0]
 
-    def framed_all(self, items: Iterable[Item]) -> list[bytes]:
-        """Return each item's encoding with its length prefix, in order (one call per pack)."""
+    def framed_all(self, items: Iterable[Item], group: str | None = None) -> list[bytes]:
+        """Return each item's encoding with its length prefix, in order (one call per pack).
+
+        With `group` (a pack's cabin), a list of the same length as the group's last one
+        looks up only the items whose value object or other content changed; the others'
+        parts are the last list's, found without a Python call per item.
+        """
+        if group is None:
+            return self._framed_each(items)
+        items = items if items.__class__ is tuple else tuple(items)
+        last = self._groups_used.get(group) or self._groups.get(group)
+        if last is not None and len(last.items) == len(items):
+            changed = changed_positions(last.items, items, DIGEST_SAME, DIGEST_EQUAL)
+            if len(changed) * 2 <= len(items):
+                # Look up first, then update: a failed encoding leaves the group whole.
+                news = self._framed_each([items[i] for i in changed])
+                used = self._used
+                for i, part in zip(changed, news):
+                    last.items[i], last.kept[i], last.parts[i] = items[i], used[items[i][0]], part
+                used.update(zip(map(_item_key_of, last.items), last.kept))
+                self._groups_used[group] = last
+                return list(last.parts)
+        parts = self._framed_each(items)
+        self._groups_used[group] = _Group(items, self._used, parts)
+        return parts
+
+    def _framed_each(self, items: Iterable[Item]) -> list[bytes]:
+        """Return each item's framed encoding, looked up (or made) item by item."""
         used, kept_before = self._used, self._kept
         parts = []
         append = parts.append
@@ -257,6 +323,7 @@ class ItemEncodings:
         self._events_kept, self._events_used = self._events_used, {}
         self._shapes, self._shapes_used = self._shapes_used, {}
         self._missing, self._missing_used = self._missing_used, {}
+        self._groups, self._groups_used = self._groups_used, {}
 
 
 _JSON_BOOLS = {True: 'true', False: 'false'}
@@ -296,7 +363,8 @@ def _event_encoding(event: Event) -> bytes:
 
 
 def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapWindow | None,
-                missing: Iterable[Missing], encodings: ItemEncodings | None = None) -> str:
+                missing: Iterable[Missing], encodings: ItemEncodings | None = None,
+                group: str | None = None) -> str:
     """Return a pack's content digest: the same items, events, map and missing, the same digest.
 
     Bookkeeping that changes every tick without changing content (tick,
@@ -304,6 +372,7 @@ def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapW
     `encodings`, once while it is unchanged, as is each event); the map's cells
     enter as their hash. The rest is the canonical JSON of {events, items (their
     count), map, missing}, joined from the events' own encodings (the same text).
+    `group` (the pack's cabin) lets `encodings` reuse the group's unchanged item list whole.
     """
     if encodings is None:
         parts = [_framed(_item_encoding(item)) for item in items]
@@ -311,7 +380,7 @@ def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapW
         shape = _shape_encoding(map_window)
         missing = _canonical(list(map(_missing_fields, missing)))
     else:
-        parts = encodings.framed_all(items)
+        parts = encodings.framed_all(items, group)
         texts = [encodings.event(event) for event in events] if events else ()
         shape, missing = encodings.rest(map_window, tuple(missing))
     # Keys in sorted order, as json.dumps(sort_keys=True) writes them.
@@ -343,7 +412,7 @@ def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
         note if isinstance(note, AbsentNote) else AbsentNote(note.key, note.reason, note.detail)
         for note in absent)
     return Pack(cabin, tick, stamp, items, events, map_window, missing, notes,
-                pack_digest(items, events, map_window, missing, encodings),
+                pack_digest(items, events, map_window, missing, encodings, cabin),
                 stamp if effective is None else effective, tuple(readmitted))
 
 

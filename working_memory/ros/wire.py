@@ -18,12 +18,13 @@ elements. `test/ros/test_wire.py` checks every byte against rclpy's own
 from __future__ import annotations
 
 import json
+import operator
 import struct
 from typing import Mapping
 
 import numpy as np
 
-from working_memory.core.frames import Frame, Pack
+from working_memory.core.frames import Frame, Pack, changed_positions
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import (Event, EventKind, Item, Missing, MissingReason,
                                        value_text)
@@ -45,6 +46,12 @@ _MAP_META = struct.Struct('<iIfII')
 # Pose: position x, y, z then orientation x, y, z, w (float64 each).
 _POSE = struct.Struct('<7d')
 _ZEROS = bytes(8)
+# An Item's fields a WorkingItem's bytes (but last_used) depend on, by position: the very
+# value and source (1, 2); key, importance, stale, exempt (0, 3, 6, 7) equal.
+_WIRE_SAME, _WIRE_EQUAL = (1, 2), (0, 3, 6, 7)
+_LAST_USED = operator.itemgetter(5)
+_KEY = operator.itemgetter(0)
+_ITEM_PHASE = 2   # where every WorkingItem after a pack's first starts (offset modulo 8)
 
 
 def nanoseconds(seconds: float) -> tuple[int, int]:
@@ -117,6 +124,59 @@ class _Piece:
         return all(mine is theirs for mine, theirs in zip(self.sources, sources))
 
 
+class _Section:
+    """A pack's WorkingItems as last written: what they held and their bytes around last_used.
+
+    Every WorkingItem ends 2 bytes past a multiple of 8 (its tail starts with an aligned
+    float64), so every item but the first starts at phase 2 whatever its length: an
+    item's bytes do not depend on the items before it. While a cabin's items are the
+    same list of keys all used at the tick, only the items that changed (and the first,
+    when the section starts at another phase) are encoded again; the section is its kept
+    segments joined by the tick's time.
+    """
+
+    __slots__ = ('phase', 'items', 'pieces', 'splits', 'length', 'segments')
+
+    def __init__(self, phase: int, items: tuple, pieces: list, splits: list, length: int):
+        self.phase = phase
+        self.items = list(items)
+        self.pieces = pieces
+        self.splits = splits
+        self.length = length
+        self.segments: list[bytes] | None = None
+
+    def changed(self, phase: int, items: tuple, effective: float) -> list[int] | None:
+        """Return the positions of `items` to encode again, or None to write them all anew."""
+        if (len(items) != len(self.items)
+                or list(map(_LAST_USED, items)).count(effective) != len(items)):
+            return None
+        changed = changed_positions(self.items, items, _WIRE_SAME, _WIRE_EQUAL)
+        if phase != self.phase and items and changed[:1] != [0]:
+            changed.insert(0, 0)
+        return changed if len(changed) * 2 <= len(items) else None
+
+    def update(self, items: tuple, changed: list[int], phase: int, news: list) -> None:
+        """Take the (piece, split) `news` of the `changed` positions of `items` at `phase`."""
+        segments = self.joinable()
+        splits = self.splits
+        for i, (piece, split) in zip(changed, news):
+            self.length += split[2] - splits[i][2]
+            splits[i], self.pieces[i], self.items[i] = split, piece, items[i]
+        last = len(splits) - 1
+        for i in changed:
+            segments[i] = splits[i][0] if i == 0 else splits[i - 1][1] + splits[i][0]
+            segments[i + 1] = splits[i][1] if i == last else splits[i][1] + splits[i + 1][0]
+        self.phase = phase
+
+    def joinable(self) -> list[bytes]:
+        """Return the segments between the items' last_used times (made once)."""
+        if self.segments is None:
+            splits = self.splits
+            self.segments = ([splits[0][0]] + [a[1] + b[0] for a, b in zip(splits, splits[1:])]
+                             + [splits[-1][1]]) if splits else [b'']
+        return self.segments
+
+
 class FrameEncoder:
     """Serialize frames as ContextFrame bytes, caching what each frame shares with the last.
 
@@ -138,6 +198,9 @@ class FrameEncoder:
         # id(window) -> (window, its cells in C order or None until inlined, encoded digest)
         self._windows: dict[int, tuple[MapWindow, bytes | None, bytes]] = {}
         self._used: set[int] = set()
+        # cabin -> its last item section (see _items_of), this frame's and the last's.
+        self._sections: dict[str, _Section] = {}
+        self._sections_used: dict[str, _Section] = {}
 
     # -- frames ---------------------------------------------------------------
 
@@ -172,6 +235,7 @@ class FrameEncoder:
                          if key in self._used}
         self._used = set()
         self._missing_kept, self._missing_used = self._missing_used, {}
+        self._sections, self._sections_used = self._sections_used, {}
         if len(self._strings) > 4 * (len(used_items) + len(used_events)) + 256:
             self._strings = {}
         return writer.getvalue()
@@ -222,29 +286,27 @@ class FrameEncoder:
         # piece is kept as the bytes before last_used and the flags after it, and the time
         # (the tick's for every item served this tick) goes between them in the join.
         # Items are rebuilt every tick (last_used); their content objects are not.
-        parts, offset, cache = writer.parts, writer.offset, self._items
+        parts, offset = writer.parts, writer.offset
         tick_time = _TIME.pack(*stamp)
-        effective = pack.effective
-        for item in pack.items:
-            # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 5 last_used,
-            # 6 stale, 7 exempt. The value must be the very object (1, 1.0 and True are
-            # equal but encode apart).
-            key = item[0]
-            piece = used.get(key) or cache.get(key)
-            if piece is not None:
-                sources = piece.sources
-                if not (sources[0] is item[1] and sources[1] is item[2]
-                        and sources[2] == item[3] and sources[3] == item[6]
-                        and sources[4] == item[7]):
-                    piece = None
-            if piece is None:
-                piece = _Piece((item[1], item[2], item[3], item[6], item[7]))
-            used[key] = piece
-            split = piece.by_phase.get(offset % 8)
-            if split is None:
-                data = self._item_bytes(item, offset % 8)
-                split = piece.by_phase[offset % 8] = (
-                    data[:-_ITEM_TIME_FROM_END], data[-_ITEM_FLAGS:], len(data))
+        effective, items = pack.effective, pack.items
+        section = self._sections_used.get(pack.cabin) or self._sections.get(pack.cabin)
+        changed = None if section is None else section.changed(offset % 8, items, effective)
+        if changed is not None:
+            # Encode first, then update: a value that fails to encode leaves the section whole.
+            section.update(items, changed, offset % 8, [
+                self._split(items[i], offset % 8 if i == 0 else _ITEM_PHASE, used)
+                for i in changed])
+            used.update(zip(map(_KEY, section.items), section.pieces))
+            self._sections_used[pack.cabin] = section
+            parts.append(tick_time.join(section.segments))
+            writer.offset = offset + section.length
+            return
+        start, pieces, splits = offset, [], []
+        for item in items:
+            piece, split = self._split(item, offset % 8, used)
+            pieces.append(piece)
+            splits.append(split)
+            # Item fields by position: 5 last_used.
             last_used = item[5]
             if last_used == effective:
                 parts += (split[0], tick_time, split[1])
@@ -254,6 +316,30 @@ class FrameEncoder:
                           else _TIME.pack(*nanoseconds(last_used)), split[1])
             offset += split[2]
         writer.offset = offset
+        self._sections_used[pack.cabin] = _Section(start % 8, items, pieces, splits,
+                                                   offset - start)
+
+    def _split(self, item: Item, phase: int, used: dict) -> tuple[_Piece, tuple]:
+        """Return an item's piece and its (bytes before last_used, flags, length) at `phase`."""
+        # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 6 stale, 7 exempt.
+        # The value must be the very object (1, 1.0 and True are equal but encode apart).
+        key = item[0]
+        piece = used.get(key) or self._items.get(key)
+        if piece is not None:
+            sources = piece.sources
+            if not (sources[0] is item[1] and sources[1] is item[2]
+                    and sources[2] == item[3] and sources[3] == item[6]
+                    and sources[4] == item[7]):
+                piece = None
+        if piece is None:
+            piece = _Piece((item[1], item[2], item[3], item[6], item[7]))
+        used[key] = piece
+        split = piece.by_phase.get(phase)
+        if split is None:
+            data = self._item_bytes(item, phase)
+            split = piece.by_phase[phase] = (
+                data[:-_ITEM_TIME_FROM_END], data[-_ITEM_FLAGS:], len(data))
+        return piece, split
 
     def _item_bytes(self, item: Item, phase: int) -> bytes:
         """Return a WorkingItem's bytes starting at `phase` (offset modulo 8), last_used 0.
