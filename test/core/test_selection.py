@@ -62,3 +62,19 @@ def test_sorted_notes_replace_a_key_and_ignore_an_unknown_discard():
     notes.set(second)
     notes.discard('c')
     assert [note.key for note in notes.notes] == ['a', 'b'] and notes.notes[1] is second
+
+
+def test_short_lived_keys_no_cabin_selects_leave_no_trace_once_removed():
+    # Detections keyed by id come and go: a cabin that never selects them must not keep them.
+    manifest = Manifest.from_dict('planner', {'board_keys': ['goal:*', 'pose'],
+                                              'tags': {'from_goal': 'goal:*'}})
+    cabin, mirror = CabinBoard(manifest, ('goal', 'safety')), {}
+    cabin.update(mirror, None, 0.0)
+    for n in range(200):
+        key = f'det:{n}'
+        mirror[key] = entry = BoardEntry(key, n, float(n))
+        cabin.update(mirror, {key: entry}, float(n))
+        del mirror[key]
+        cabin.update(mirror, {key: None}, float(n) + 0.5)
+    # Private bookkeeping on purpose: nothing public grows with keys a cabin never serves.
+    assert len(cabin._kinds) == 0 and len(cabin._goal_names) == 0

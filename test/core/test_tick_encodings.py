@@ -6,7 +6,7 @@ import pytest
 
 from hypothesis import given, settings, strategies as st
 
-from working_memory.core import frames
+from working_memory.core import frames, items
 from working_memory.core.frames import ItemEncodings, pack_digest
 from working_memory.core.frozen import deep_freeze
 from working_memory.core.items import Item, Missing, MissingReason, Source, json_size, value_text
@@ -47,6 +47,19 @@ def test_a_values_text_is_the_compact_canonical_json_and_its_size_the_texts_leng
     assert value_text(value) == text
     assert value_text(value) == text   # the kept text, the second time
     assert json_size(value) == len(text)
+
+
+def test_kept_value_texts_stay_bounded_by_size_however_big_the_values():
+    # Big readings (a scan, a costmap patch) must not keep megabytes of dead values alive.
+    limit = items._TEXT_CHARS_PER_GENERATION
+    for n in range(40):
+        value = deep_freeze({'n': n, 'blob': 'x' * (limit // 8)})
+        assert value_text(value) == json.dumps(value, sort_keys=True, separators=(',', ':'))
+    huge = deep_freeze({'blob': 'y' * (limit + 1)})
+    assert value_text(huge) == json.dumps(huge, sort_keys=True, separators=(',', ':'))
+    kept = [text for _, text in (*items._texts.values(), *items._texts_before.values())]
+    assert sum(map(len, kept)) <= 2 * limit
+    assert all(len(text) <= limit for text in kept)
 
 
 def test_a_plain_dict_is_encoded_anew_each_time_so_a_mutation_shows():

@@ -58,7 +58,11 @@ _SCALAR_SIZES = {None: 4, True: 4, False: 5}
 
 # Texts of deeply frozen values by identity (see value_text): two generations, so a value's
 # text lives from its put to the digest and wire encoding of the same tick and a while after.
+# A generation also ends at this much text [chars], so a few big values cannot keep megabytes
+# of dead values alive; a text longer than a generation is not kept at all.
 _TEXTS_PER_GENERATION = 1024
+_TEXT_CHARS_PER_GENERATION = 1 << 22
+_text_chars = 0
 _texts: dict[int, tuple[Any, str]] = {}
 _texts_before: dict[int, tuple[Any, str]] = {}
 
@@ -87,11 +91,13 @@ def value_text(value: Any) -> str:
     """Return the compact canonical JSON text of `value` (sorted keys, ASCII, no NaN).
 
     A deeply frozen dict (`core.frozen.FrozenDict`, as the board and the log keep
-    values) never changes, so its text is made once and kept by identity: the put
-    that measures it, the pack digest and the wire encoding of a tick share one.
+    values) never changes, so its text is kept by identity while it is among the
+    last values encoded (two generations of at most 1,024 values and 4 Mi chars):
+    the put that measures it, the pack digest and the wire encoding of a tick share
+    one. Other values (arrays, scalars) are encoded each time.
     Raises TypeError or ValueError (NaN, Infinity) as the encoder does.
     """
-    global _texts, _texts_before
+    global _texts, _texts_before, _text_chars
     if value.__class__ is not FrozenDict:
         return _COMPACT_JSON.encode(value)
     key = id(value)
@@ -101,9 +107,14 @@ def value_text(value: Any) -> str:
         if kept is None or kept[0] is not value:
             kept = (value, _COMPACT_JSON.encode(value) if _FROZEN_JSON is None
                     else ''.join(_FROZEN_JSON(value, 0)))
-        if len(_texts) >= _TEXTS_PER_GENERATION:
-            _texts_before, _texts = _texts, {}
+        size = len(kept[1])
+        if size > _TEXT_CHARS_PER_GENERATION:
+            return kept[1]
+        if (len(_texts) >= _TEXTS_PER_GENERATION
+                or _text_chars + size > _TEXT_CHARS_PER_GENERATION):
+            _texts_before, _texts, _text_chars = _texts, {}, 0
         _texts[key] = kept
+        _text_chars += size
     return kept[1]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import fnmatch
 import heapq
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 from working_memory.core.frames import AbsentNote
 from working_memory.core.items import BoardEntry, MissingReason
@@ -25,7 +25,7 @@ _DEADLINE_MARGIN_S = 1e-3
 _NOT_SELECTED, _DROPPED, _SELECTED = object(), object(), object()
 
 
-def tags_pass(tags: Iterable[str], include: frozenset[str], exclude: frozenset[str]) -> bool:
+def tags_pass(tags: Collection[str], include: frozenset[str], exclude: frozenset[str]) -> bool:
     """Semantic filter: excluded tags lose; untagged items and any included tag pass."""
     # isdisjoint takes the tags as they are: no set is built (a cabin asks per changed key).
     if exclude and not exclude.isdisjoint(tags):
@@ -170,8 +170,11 @@ class CabinBoard:
             kinds, served = self._kinds, self.served
             for key, entry in changes.items():
                 kind = kinds.get(key)
-                # A key the manifest does not select is in none of the cabin's sets.
+                # A key the manifest does not select is in none of the cabin's sets; a removed
+                # one is forgotten (short-lived keys must not pile up here).
                 if kind is _NOT_SELECTED:
+                    if entry is None:
+                        del kinds[key]
                     continue
                 if kind is _SELECTED and entry is not None and key in served and self._serves(
                         key, entry, now):
@@ -206,6 +209,7 @@ class CabinBoard:
         if not pattern:
             return
         if changes is None:
+            self._goal_names = {}   # asked again per key: removed keys leave no trace
             if is_glob(pattern):
                 self._goals = {key: entry for key, entry in mirror.items()
                                if fnmatch.fnmatchcase(key, pattern)}
