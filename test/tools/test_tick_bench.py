@@ -2,7 +2,7 @@
 
 from rclpy.serialization import deserialize_message
 
-from working_memory.bench import tick
+from working_memory.bench import tick_node as tick
 from working_memory.msg import ContextFrame
 
 

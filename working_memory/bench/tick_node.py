@@ -1,6 +1,6 @@
-"""The node's tick from stamp to bytes, in one process: assembly and encoding per tick.
+"""The node's tick from stamp to bytes, in one process (a ROS face: the node's own encoder).
 
-Run with `tools/rosenv python -P -m working_memory.bench.tick [--sleep 0.01] [--profile]`.
+Run with `tools/rosenv python -P -m working_memory.bench.tick_node [--sleep 0.01] [--profile]`.
 It replays the tick `make bench-ros` measures at 100 Hz + 1 kHz (the frames100 group): the
 demo's three cabins (config/working_memory.yaml), a 4000 x 4000 map at 0.05 m, 30 sensor
 keys of which 10 change per tick, the mission and pose re-sent every second; each tick runs
