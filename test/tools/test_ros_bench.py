@@ -3,10 +3,12 @@
 import math
 
 import numpy as np
+import pytest
 import yaml
 
 from working_memory.bench.ros_bench import Figure, bulk_config, format_figures, frame_rate, \
-    late_share, percentile, rate_from_counts, recovery_time, rss_slope, wire_bytes_per_tick
+    late_share, percentile, rate_before, rate_from_counts, recovery_time, rss_slope, \
+    wire_bytes_per_tick
 from working_memory.core.manifest import manifests_from_params
 
 
@@ -42,6 +44,13 @@ def test_table_prints_min_median_and_ratio_of_medians():
     assert '| latency | 2 / 3 ms' in table
     assert '1 / 1 ms (plain node)' in table
     assert '3.00x' in table
+
+
+def test_the_rate_before_a_burst_counts_from_the_probes_first_frame():
+    # The probe's first frame came 1.2 s into the 2 s before the burst: 100 Hz from there.
+    receipts = list(np.arange(1.2, 2.0, 0.01)) + list(np.arange(2.0, 3.0, 0.002))
+    assert rate_before(receipts, 2.0, 2.0) == pytest.approx(100.0, rel=0.02)
+    assert math.isnan(rate_before([1.5], 2.0, 2.0))
 
 
 def test_recovery_time_is_the_start_of_the_first_window_at_90_percent_of_the_rate():

@@ -318,6 +318,18 @@ def _flood(workdir: pathlib.Path, env: dict, settings: Settings, baseline: bool,
         return {'taken': taken, 'ticks': ticks, 'sent': sent['messages'] / (end - start)}
 
 
+def rate_before(receipts: list[float], start: float, before_s: float) -> float:
+    """Return [Hz] the receipt rate over the `before_s` before `start`, from the first receipt.
+
+    The probe starts `before_s` ahead of the burst but takes part of that to start and match:
+    the window begins at its first frame, not at its launch. NaN without two receipts.
+    """
+    window = sorted(t for t in receipts if start - before_s <= t <= start)
+    if len(window) < 2:
+        return float('nan')
+    return (len(window) - 1) / (start - window[0]) if start > window[0] else float('nan')
+
+
 def recovery_time(receipts: list[float], after: float, tick_hz: float,
                   window_s: float = RECOVERY_WINDOW_S, horizon_s: float = 30.0) -> float:
     """Return [s] from `after` to the first window of `window_s` with >= 90 % of the ticks.
@@ -371,7 +383,7 @@ def _burst(workdir: pathlib.Path, env: dict, settings: Settings) -> dict:
     lost = counters.get('board.lost', 0.0)
     checks = [(t, missing) for t, _, missing in result['planner_missing'] if t >= start]
     return {
-        'nominal': len(_in_window(receipts, start - before, start)) / before,
+        'nominal': rate_before(receipts, start, before),
         'during': len(_in_window(receipts, start, end)) / (end - start),
         'burst_s': end - start,
         'flood_hz': sent['messages'] / (end - start),
