@@ -121,12 +121,8 @@ class BoardSnapshot:
         for entry in entries:
             if entry.__class__ is not BoardEntry:
                 return self.apply(entries, removed_keys, checked=True)
-        timebase = self._timebase
-        if timebase is not None:
-            for entry in entries:
-                object.__setattr__(entry, 'effective_stamp', timebase.place(entry.stamp))
         with self._lock:
-            return self._store(entries, ())
+            return self._store(self._placed(entries), ())
 
     def _placed(self, entries: Iterable[BoardEntry]) -> Iterable[BoardEntry]:
         """Return checked `entries`, each effective_stamp set in place on the timebase."""

@@ -384,7 +384,7 @@ class PyWorkingSet:
         finally:
             # The uses before a missing key stand, as with one touch after the other.
             self._seq = seq
-            self._ranking.use_many(ranked)
+            self._ranking.use(ranked)
 
     def readmissions_of(self, keys: Iterable[str]) -> list[Readmission]:
         """Return how each present key of `keys` came back after its latest eviction, if it did.

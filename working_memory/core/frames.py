@@ -23,14 +23,13 @@ from working_memory.core.items import Event, Item, Missing, MissingReason, value
 from working_memory.core.timebase import epoch_time
 
 DIGEST_HEX_CHARS = 16
-_item_key = operator.attrgetter('key')
+_item_key = operator.itemgetter(0)   # Item.key (an Item is a named tuple)
 # A Missing as the digest encodes it: its reason (a str enum) is written as its value.
 _missing_fields = operator.attrgetter('key', 'reason', 'detail')
 # An Item's content as the digest encodes it, by position: the very value and source
 # (1, 2), and key, importance, stamp, stale, exempt (0, 3, 4, 6, 7) equal; last_used (5)
 # and size (8) are not content.
 DIGEST_SAME, DIGEST_EQUAL = (1, 2), (0, 3, 4, 6, 7)
-_item_key_of = operator.itemgetter(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +215,7 @@ class _Group:
 
     def __init__(self, items: tuple, used: dict, parts: list[bytes]):
         self.items = list(items)
-        self.kept = list(map(used.__getitem__, map(_item_key_of, items)))
+        self.kept = list(map(used.__getitem__, map(_item_key, items)))
         self.parts = list(parts)
 
 
@@ -264,7 +263,7 @@ class ItemEncodings:
                 used = self._used
                 for i, part in zip(changed, news):
                     last.items[i], last.kept[i], last.parts[i] = items[i], used[items[i][0]], part
-                used.update(zip(map(_item_key_of, last.items), last.kept))
+                used.update(zip(map(_item_key, last.items), last.kept))
                 self._groups_used[group] = last
                 return list(last.parts)
         parts = self._framed_each(items)

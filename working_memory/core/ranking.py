@@ -75,22 +75,13 @@ class LevelRanking:
             level = self._order_level(slot[IMPORTANCE])
         level.used[slot[KEY]] = slot
 
-    def use(self, slot: list) -> None:
-        """Move a present slot, just used again, to the end of its level."""
-        level = self._levels[slot[IMPORTANCE]]
-        try:
-            # One lookup: at large sizes each one is a cache miss.
-            level.used.move_to_end(slot[KEY])
-        except KeyError:
-            del level.returned[slot[KEY]]
-            level.used[slot[KEY]] = slot
-
-    def use_many(self, slots: list[list]) -> None:
-        """Do `use` of each present slot, in order (a tick uses its whole served set)."""
+    def use(self, slots: list[list]) -> None:
+        """Move present slots, just used again, to the end of their levels, in order."""
         levels = self._levels
         for slot in slots:
             level = levels[slot[IMPORTANCE]]
             try:
+                # One lookup: at large sizes each one is a cache miss.
                 level.used.move_to_end(slot[KEY])
             except KeyError:
                 del level.returned[slot[KEY]]
@@ -193,12 +184,8 @@ class HeapRanking:
 
     restore = add
 
-    def use(self, slot: list) -> None:
-        """Note that a present slot was used again (re-ranked when it reaches the top)."""
-        self._used.add(slot[KEY])
-
-    def use_many(self, slots: list[list]) -> None:
-        """Do `use` of each present slot, in order."""
+    def use(self, slots: list[list]) -> None:
+        """Note that present slots were used again (each re-ranked when it reaches the top)."""
         self._used.update([slot[KEY] for slot in slots])
 
     def discard(self, slot: list) -> None:

@@ -176,8 +176,8 @@ class CabinBoard:
                     if entry is None:
                         del kinds[key]
                     continue
-                if kind is _SELECTED and entry is not None and key in served and self._serves(
-                        key, entry, now):
+                if (kind is _SELECTED and entry is not None and key in served
+                        and not entry.is_stale(now) and self._passes(key, entry)):
                     # A served key served again (a sensor's new reading): it keeps its place.
                     self._timed.pop(key, None)
                     self._serve(key, entry, False)
@@ -264,17 +264,17 @@ class CabinBoard:
                                     'withheld by an injected drop'), sort)
         elif entry.is_stale(now):
             self._stale(stale_note(entry), sort)
-        elif not self._serves(key, entry, now):
+        elif not self._passes(key, entry):
             self._absent(AbsentNote(*filtered(key, entry.tags, self._include, self._exclude)),
                          sort)
             self._time(key, entry)
         else:
             self._serve(key, entry, sort)
 
-    def _serves(self, key: str, entry: BoardEntry, now: float) -> bool:
-        """Return True when a selected, not withheld entry is served: fresh, past the filter."""
-        return not entry.is_stale(now) and (key.startswith(self._exempt) or tags_pass(
-            entry.tags, self._include, self._exclude))
+    def _passes(self, key: str, entry: BoardEntry) -> bool:
+        """Return True when a selected entry passes the tag filter (exempt keys always do)."""
+        return key.startswith(self._exempt) or tags_pass(entry.tags, self._include,
+                                                         self._exclude)
 
     def _serve(self, key: str, entry: BoardEntry, sort: bool) -> None:
         """Serve `entry`; with `sort` its key goes into `served_sorted` (else it is there)."""

@@ -346,15 +346,13 @@ class FrameEncoder:
 
         The value's text is the one its put measured (`value_text`), not encoded again.
         """
-        parts, offset = [], phase
-        for encoded in (cdr_string(item.key), cdr_string(value_text(item.value)),
-                        self._string(item.source.value)):
-            pad = -offset % 4
-            parts += (_ZEROS[:pad], encoded)
-            offset += pad + len(encoded)
-        parts += (_ZEROS[:-offset % 8],
-                  _ITEM_TAIL.pack(item.importance, 0, 0, item.stale, item.exempt))
-        return b''.join(parts)
+        piece = Writer()
+        piece.offset = phase
+        piece.string(cdr_string(item.key))
+        piece.string(cdr_string(value_text(item.value)))
+        piece.string(self._string(item.source.value))
+        piece.put(_ITEM_TAIL.pack(item.importance, 0, 0, item.stale, item.exempt), 8)
+        return b''.join(piece.parts[1:])
 
     def _event_bytes(self, event: Event, phase: int) -> bytes:
         piece = Writer()
