@@ -36,6 +36,22 @@ def test_the_built_package_puts_in_c():
     assert len(working_set.eviction_log) == 97
 
 
+def test_the_built_package_touches_the_served_set_in_c():
+    from working_memory.core import _evict
+    working_set = WorkingSet(capacity=3)
+    for step in range(5):
+        working_set.put(f'k{step}', step, importance=0.5, now=float(step))
+    before = _evict.counts()
+    working_set.touch_present(['k2', 'gone', 'k4'], 9.0)
+    after = _evict.counts()
+    assert after['fast_touches'] - before['fast_touches'] == 1
+    assert after['reference_touches'] == before['reference_touches']
+    assert [item.last_used for item in working_set.items()] == [9.0, 3.0, 9.0]
+    # k3 was used least recently: the next eviction takes it.
+    assert [record.key for record in working_set.put('k5', 5, importance=0.5, now=10.0)] == [
+        'k3']
+
+
 def test_the_record_a_c_put_returns_is_the_one_logged_and_kept_by_the_evicted_item():
     working_set = WorkingSet(capacity=2)
     for now, key in enumerate(('a', 'b', 'goal:g')):
@@ -90,6 +106,9 @@ OPERATIONS = st.one_of(
     COMMON_PUT, COMMON_PUT, COMMON_PUT, COMMON_PUT, COMMON_PUT, COMMON_PUT,
     st.tuples(st.just('put'), KEYS, VALUES, IMPORTANCES, STEPS, FIELDS, st.booleans()),
     st.tuples(st.just('touch'), st.lists(KEYS, max_size=3), STEPS),
+    # The assembler's touch of its served set: a list (the C path) or another iterable.
+    st.tuples(st.just('touch_present'), st.lists(KEYS, max_size=6),
+              st.sampled_from([list, list, tuple, iter]), STEPS),
     st.tuples(st.just('remove'), KEYS),
     st.tuples(st.just('mark_stale'), KEYS),
     st.tuples(st.just('settle'), st.lists(KEYS, max_size=4)),
@@ -119,6 +138,9 @@ def _apply(working_set, operation, now):
             return working_set.put(key, value, importance=importance, now=now, **fields)
         if name == 'touch':
             return working_set.touch_many(arguments[0], now)
+        if name == 'touch_present':
+            keys, kind, _ = arguments
+            return working_set.touch_present(kind(keys), now)
         if name == 'tick':
             working_set.tick = arguments[0]
             return None
@@ -152,7 +174,7 @@ def test_c_put_and_python_reference_make_the_same_items_victims_records_and_alar
     clock = 0.0
     for operation in operations:
         now = clock
-        if operation[0] in ('put', 'touch'):
+        if operation[0] in ('put', 'touch', 'touch_present'):
             now = _now(clock, operation[4] if operation[0] == 'put' else operation[-1])
             if not math.isnan(now):
                 clock = max(0.0, float(now))

@@ -1,4 +1,5 @@
-/* The put/evict hot path of core/eviction.py's WorkingSet, in C (CPython C API only).
+/* The put/evict hot path of core/eviction.py's WorkingSet, in C (CPython C API only), and
+ * the touch of the served set an assembler makes every tick (touch_present).
  *
  * Why C: issue 12 asks for evict within 2x cachetools.LRUCache per op with the audit trail kept;
  * a stripped pure-Python copy of the design already costs 1.9x (BENCHMARKS.md), the interpreter's
@@ -32,7 +33,7 @@ typedef struct {
 } Core;
 
 /* What configure() was given: the reference put, the classes and the helpers put needs. */
-static PyObject *reference_put, *source_type, *source_default, *record_type, *json_size_py;
+static PyObject *reference_put, *reference_touch, *source_type, *source_default, *record_type, *json_size_py;
 static PyObject *encode_ascii, *capacity_reason, *level_ranking_type, *timebase_type, *level_type;
 /* Offsets of the __slots__ fields of TimeBase, LevelRanking and _Level (read in place). */
 static Py_ssize_t off_last_ros, off_offset, off_last_effective, off_levels, off_order;
@@ -40,10 +41,13 @@ static Py_ssize_t off_used, off_returned, off_ordered;
 static unsigned long long fast_puts, reference_puts;
 static PyTypeObject *odict_type;
 static PyObject *odict_popitem;   /* OrderedDict.popitem */
+static PyObject *odict_move_to_end;   /* OrderedDict.move_to_end */
+static unsigned long long fast_touches, reference_touches;
 
 static PyObject *s_value, *s_importance, *s_now, *s_source, *s_stamp, *s_stale, *s_exempt, *s_size;
 static PyObject *s_defer, *s_settle, *s_last_eviction, *s_order_level, *s_unorder_lowest;
-static PyObject *s_pop_lowest, *s_add, *s_discard, *s_popitem, *empty_tuple, *one;
+static PyObject *s_pop_lowest, *s_add, *s_discard, *s_popitem, *s_move_to_end, *empty_tuple;
+static PyObject *one;
 
 #define FIELD(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 
@@ -161,6 +165,16 @@ ranking_add(PyObject *ranking, PyObject *slot)
     return failed;
 }
 
+/* The LevelRanking level of a present slot, borrowed; NULL with KeyError if it has none. */
+static PyObject *
+slot_level(PyObject *ranking, PyObject *slot)
+{
+    PyObject *level = level_of(ranking, PyList_GET_ITEM(slot, IMPORTANCE));
+    if (!level && !PyErr_Occurred())
+        PyErr_SetObject(PyExc_KeyError, PyList_GET_ITEM(slot, IMPORTANCE));
+    return level;
+}
+
 /* ranking.discard(slot) of a present slot. */
 static int
 ranking_discard(PyObject *ranking, PyObject *slot)
@@ -171,12 +185,9 @@ ranking_discard(PyObject *ranking, PyObject *slot)
         return done ? 0 : -1;
     }
     PyObject *key = PyList_GET_ITEM(slot, KEY);
-    PyObject *level = level_of(ranking, PyList_GET_ITEM(slot, IMPORTANCE));
-    if (!level) {
-        if (!PyErr_Occurred())
-            PyErr_SetObject(PyExc_KeyError, PyList_GET_ITEM(slot, IMPORTANCE));
+    PyObject *level = slot_level(ranking, slot);
+    if (!level)
         return -1;
-    }
     PyObject *used = FIELD(level, off_used);
     int found = PyDict_Contains(used, key);   /* an OrderedDict is a dict underneath */
     if (found < 0)
@@ -332,6 +343,33 @@ put_keyword(PyObject *name)
     return NULL;
 }
 
+/* The effective time of ROS `now` on the set's TimeBase, observed, for TimeBase.observe's
+ * forward case (a float `now` not before the last one); NULL without an error otherwise, when
+ * the reference must observe it. A new reference. */
+static PyObject *
+observe_forward(Core *self, PyObject *now)
+{
+    PyObject *time = self->time;
+    if (!time || Py_TYPE(time) != (PyTypeObject *)timebase_type || Py_TYPE(now) != &PyFloat_Type)
+        return NULL;
+    PyObject *last_ros = FIELD(time, off_last_ros), *offset = FIELD(time, off_offset);
+    PyObject *last_effective = FIELD(time, off_last_effective);
+    double now_s = PyFloat_AS_DOUBLE(now);
+    if (!last_ros || Py_TYPE(last_ros) != &PyFloat_Type || !(PyFloat_AS_DOUBLE(last_ros) <= now_s)
+        || !(now_s < Py_HUGE_VAL) || !offset || Py_TYPE(offset) != &PyFloat_Type
+        || !last_effective || Py_TYPE(last_effective) != &PyFloat_Type)
+        return NULL;
+    double effective_s = now_s + PyFloat_AS_DOUBLE(offset);
+    PyObject *effective;
+    if (effective_s < PyFloat_AS_DOUBLE(last_effective))
+        effective = Py_NewRef(last_effective);
+    else if (!(effective = PyFloat_FromDouble(effective_s)))
+        return NULL;
+    Py_SETREF(FIELD(time, off_last_ros), Py_NewRef(now));
+    Py_SETREF(FIELD(time, off_last_effective), Py_NewRef(effective));
+    return effective;
+}
+
 /* WorkingSet.put: the common call here, any other by the reference. */
 static PyObject *
 core_put(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -375,23 +413,13 @@ core_put(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
         PyErr_Clear();
         return call_reference((PyObject *)self, args, nargs, kwnames);
     }
-    PyObject *time = self->time;
-    if (!time || Py_TYPE(time) != (PyTypeObject *)timebase_type || !self->slots
-        || !PyDict_CheckExact(self->slots) || !self->exempt_prefixes
+    if (!self->slots || !PyDict_CheckExact(self->slots) || !self->exempt_prefixes
         || !PyTuple_CheckExact(self->exempt_prefixes) || !self->ranking || !self->log
         || !PyList_CheckExact(self->log) || !self->returning || !PyDict_CheckExact(self->returning)
         || !self->readmissions || !PyDict_CheckExact(self->readmissions)
         || !self->removed_numbers || !PyDict_CheckExact(self->removed_numbers) || !self->seq
         || !self->size_bytes || !self->exempt_bytes || !self->capacity || !self->size_budget
         || !self->tick || !self->log_limit)
-        return call_reference((PyObject *)self, args, nargs, kwnames);
-    /* TimeBase.observe's forward case; any other time is the reference's to check. */
-    PyObject *last_ros = FIELD(time, off_last_ros), *offset = FIELD(time, off_offset);
-    PyObject *last_effective = FIELD(time, off_last_effective);
-    double now_s = PyFloat_AS_DOUBLE(now);
-    if (!last_ros || Py_TYPE(last_ros) != &PyFloat_Type || !(PyFloat_AS_DOUBLE(last_ros) <= now_s)
-        || !(now_s < Py_HUGE_VAL) || !offset || Py_TYPE(offset) != &PyFloat_Type
-        || !last_effective || Py_TYPE(last_effective) != &PyFloat_Type)
         return call_reference((PyObject *)self, args, nargs, kwnames);
     /* Exemption before anything changes; an error (a prefix that is no str) is the reference's
      * to raise, from the state it raises it in. */
@@ -402,18 +430,12 @@ core_put(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
         PyErr_Clear();
         return call_reference((PyObject *)self, args, nargs, kwnames);
     }
+    /* TimeBase.observe's forward case; any other time is the reference's to check. */
+    PyObject *effective = observe_forward(self, now);
+    if (!effective)
+        return PyErr_Occurred() ? NULL : call_reference((PyObject *)self, args, nargs, kwnames);
     fast_puts++;
     /* From here on the put happens: the checks above are the reference's. */
-    double effective_s = now_s + PyFloat_AS_DOUBLE(offset);
-    PyObject *effective;
-    if (effective_s < PyFloat_AS_DOUBLE(last_effective)) {
-        effective = Py_NewRef(last_effective);
-    } else if (!(effective = PyFloat_FromDouble(effective_s))) {
-        return NULL;
-    }
-    Py_SETREF(FIELD(time, off_last_ros), Py_NewRef(now));
-    Py_SETREF(FIELD(time, off_last_effective), Py_NewRef(effective));
-
     PyObject *result = NULL, *slot = NULL, *size_object = NULL, *seq_object = NULL;
     if (!(seq_object = PyNumber_Add(self->seq, one)))
         goto done;
@@ -511,6 +533,110 @@ done:
     return result;
 }
 
+/* LevelRanking.use([slot]) of one present slot just used again: the end of its level. */
+static int
+level_use(PyObject *ranking, PyObject *slot)
+{
+    PyObject *key = PyList_GET_ITEM(slot, KEY);
+    PyObject *level = slot_level(ranking, slot);
+    if (!level)
+        return -1;
+    PyObject *used = FIELD(level, off_used);
+    PyObject *args[2] = {used, key};
+    PyObject *done = Py_TYPE(used) == odict_type
+        ? PyObject_Vectorcall(odict_move_to_end, args, 2, NULL)
+        : PyObject_VectorcallMethod(s_move_to_end, args, 2, NULL);
+    if (done) {
+        Py_DECREF(done);
+        return 0;
+    }
+    /* Not among the used: a readmitted slot, which joins them now. */
+    if (!PyErr_ExceptionMatches(PyExc_KeyError))
+        return -1;
+    PyErr_Clear();
+    if (PyObject_DelItem(FIELD(level, off_returned), key) < 0)
+        return -1;
+    return PyObject_SetItem(used, key, slot);
+}
+
+/* WorkingSet.touch_present(keys, now): a list or tuple of keys, a forward clock and a
+ * LevelRanking (the assembler's call, every tick for its whole served set) here; any other
+ * call by the reference. The slots are changed and used one after the other, which leaves
+ * the ranking as the reference's use of all of them in the same order does. */
+static PyObject *
+core_touch_present(Core *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !reference_touch || !self->slots || !PyDict_CheckExact(self->slots)
+        || !self->ranking || Py_TYPE(self->ranking) != (PyTypeObject *)level_ranking_type
+        || !self->seq || !PyLong_CheckExact(self->seq)
+        || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])))
+        goto reference;
+    int overflow;
+    long long seq = PyLong_AsLongLongAndOverflow(self->seq, &overflow);
+    if (seq == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow || seq > LLONG_MAX / 2)
+        goto reference;
+    PyObject *effective = observe_forward(self, args[1]);
+    if (!effective) {
+        if (PyErr_Occurred())
+            return NULL;
+        goto reference;
+    }
+    fast_touches++;
+    PyObject *keys = args[0], *slots = self->slots;
+    int failed = 0;
+    /* A list may change under us (a key's __eq__ is Python code): index it each time. */
+    for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(keys); i++) {
+        PyObject *key = PySequence_Fast_GET_ITEM(keys, i);
+        PyObject *slot = PyDict_GetItemWithError(slots, key);
+        if (!slot) {
+            failed = PyErr_Occurred() ? -1 : 0;
+            continue;
+        }
+        if (!PyList_CheckExact(slot) || PyList_GET_SIZE(slot) != SLOT_FIELDS) {
+            PyErr_SetString(PyExc_RuntimeError, "a working set slot is not a slot list");
+            failed = -1;
+            break;
+        }
+        Py_INCREF(slot);
+        int out = PyObject_IsTrue(PyList_GET_ITEM(slot, OUT)), earlier = 0, exempt = 0;
+        if (out == 0)
+            earlier = PyObject_RichCompareBool(PyList_GET_ITEM(slot, LAST_USED), effective, Py_LT);
+        if (out < 0 || earlier < 0) {
+            failed = -1;
+        } else if (!out && earlier) {
+            set_slot(slot, LAST_USED, effective);
+            set_slot(slot, ITEM, Py_None);
+            exempt = PyObject_IsTrue(PyList_GET_ITEM(slot, EXEMPT));
+            if (exempt < 0) {
+                failed = -1;
+            } else if (!exempt) {
+                PyObject *number = PyLong_FromLongLong(seq + 1);
+                if (!number || PyList_SetItem(slot, SEQ, number) < 0 || level_use(self->ranking,
+                                                                                  slot) < 0)
+                    failed = -1;
+                else
+                    seq++;
+            }
+        }
+        Py_DECREF(slot);
+    }
+    Py_DECREF(effective);
+    /* The uses before an error stand, as in the reference. */
+    PyObject *number = PyLong_FromLongLong(seq);
+    if (!number)
+        return NULL;
+    Py_SETREF(self->seq, number);
+    if (failed)
+        return NULL;
+    Py_RETURN_NONE;
+reference:
+    reference_touches++;
+    PyObject *all[3] = {(PyObject *)self, nargs > 0 ? args[0] : NULL, nargs > 1 ? args[1] : NULL};
+    return PyObject_Vectorcall(reference_touch, all, nargs + 1, NULL);
+}
+
 static int
 core_traverse(Core *self, visitproc visit, void *arg)
 {
@@ -560,6 +686,8 @@ static PyMemberDef core_members[] = {
 static PyMethodDef core_methods[] = {
     {"put", (PyCFunction)(void (*)(void))core_put, METH_FASTCALL | METH_KEYWORDS,
      "Insert or replace an item, then evict to fit (see PyWorkingSet.put)."},
+    {"touch_present", (PyCFunction)(void (*)(void))core_touch_present, METH_FASTCALL,
+     "Touch each present key not yet used now (see PyWorkingSet.touch_present)."},
     {NULL}
 };
 
@@ -599,11 +727,11 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"reference_put", "source_type", "source_default", "record_type",
                             "json_size", "encode_ascii", "capacity_reason", "level_ranking",
-                            "level", "timebase", NULL};
-    PyObject *values[10];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOO", names, &values[0], &values[1],
+                            "level", "timebase", "reference_touch", NULL};
+    PyObject *values[11];
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOO", names, &values[0], &values[1],
                                      &values[2], &values[3], &values[4], &values[5], &values[6],
-                                     &values[7], &values[8], &values[9]))
+                                     &values[7], &values[8], &values[9], &values[10]))
         return NULL;
     for (int i = 7; i < 10; i++) {
         if (!PyType_Check(values[i]))
@@ -621,10 +749,10 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
         || (off_returned = slot_offset(values[8], "returned")) < 0
         || (off_ordered = slot_offset(values[8], "ordered")) < 0)
         return NULL;
-    PyObject **targets[10] = {&reference_put, &source_type, &source_default, &record_type,
+    PyObject **targets[11] = {&reference_put, &source_type, &source_default, &record_type,
                               &json_size_py, &encode_ascii, &capacity_reason, &level_ranking_type,
-                              &level_type, &timebase_type};
-    for (int i = 0; i < 10; i++)
+                              &level_type, &timebase_type, &reference_touch};
+    for (int i = 0; i < 11; i++)
         Py_XSETREF(*targets[i], Py_NewRef(values[i]));
     Py_RETURN_NONE;
 }
@@ -632,7 +760,8 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
 static PyObject *
 counts(PyObject *module, PyObject *unused)
 {
-    return Py_BuildValue("{sKsK}", "fast", fast_puts, "reference", reference_puts);
+    return Py_BuildValue("{sKsKsKsK}", "fast", fast_puts, "reference", reference_puts,
+                         "fast_touches", fast_touches, "reference_touches", reference_touches);
 }
 
 /* changed_positions(old, new, same, equal): the positions i where old[i] and new[i] (tuples,
@@ -742,7 +871,7 @@ PyInit__evict(void)
         {&s_defer, "defer_eviction"}, {&s_settle, "_settle"}, {&s_last_eviction, "last_eviction"},
         {&s_order_level, "_order_level"}, {&s_unorder_lowest, "_unorder_lowest"},
         {&s_pop_lowest, "pop_lowest"}, {&s_add, "add"}, {&s_discard, "discard"},
-        {&s_popitem, "popitem"},
+        {&s_popitem, "popitem"}, {&s_move_to_end, "move_to_end"},
     };
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
         if (!(*strings[i].target = PyUnicode_InternFromString(strings[i].text)))
@@ -757,7 +886,8 @@ PyInit__evict(void)
     odict_type = (PyTypeObject *)PyObject_GetAttrString(collections, "OrderedDict");
     Py_DECREF(collections);
     if (!odict_type || !(odict_popitem = PyObject_GetAttrString((PyObject *)odict_type,
-                                                                "popitem")))
+                                                                "popitem"))
+        || !(odict_move_to_end = PyObject_GetAttrString((PyObject *)odict_type, "move_to_end")))
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (!module)

@@ -630,7 +630,8 @@ def _checked(key: Any, value: Any, importance: Any, source: Any, stamp: Any,
     return source, stamp, size
 
 
-# The put/evict hot path in C (core/_evict.c): same behaviour, same objects, a third of the cost.
+# The put/evict hot path and touch_present in C (core/_evict.c): same behaviour, same objects,
+# a third of the cost.
 # A source tree without the built extension runs the reference above.
 try:
     from working_memory.core import _evict
@@ -662,6 +663,7 @@ else:
     _evict.configure(reference_put=PyWorkingSet.put, source_type=Source,
                      source_default=Source.BOARD, record_type=EvictionRecord, json_size=json_size,
                      encode_ascii=encode_basestring_ascii, capacity_reason=CAPACITY,
-                     level_ranking=LevelRanking, level=_Level, timebase=TimeBase)
+                     level_ranking=LevelRanking, level=_Level, timebase=TimeBase,
+                     reference_touch=PyWorkingSet.touch_present)
 # True when WorkingSet.put runs in C (test/core/test_eviction_c.py holds the build to it).
 ACCELERATED = _evict is not None
