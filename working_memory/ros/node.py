@@ -47,6 +47,7 @@ from working_memory.ros import conversions as conv
 from working_memory.ros import qos
 from working_memory.ros.diagnostics import (CapacityUse, Health, Status, idle_period_s,
                                             lifecycle_status)
+from working_memory.ros.gc_pacing import PACING
 from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        cabin_param_specs, cabin_specs, check_known,
                                        check_parameter, check_refused, config_from_values,
@@ -145,6 +146,7 @@ class WorkingMemoryNode(LifecycleNode):
         self._timer: Timer | None = None
         # Which period the tick timer's last tick served (ros/tick_grid.py).
         self._grid: TickGrid | None = None
+        self._gc_paced = False   # holding ros/gc_pacing.PACING while the timer ticks
         self._frame_pub = self._evictions_pub = None
         # Why the node is unconfigured (a failed configure, an error), for /diagnostics.
         self._failure: str | None = None
@@ -443,12 +445,26 @@ class WorkingMemoryNode(LifecycleNode):
             self._timer = self.create_timer(self._memory.config.tick_period_s,
                                             self._on_tick_timer)
             self._grid = TickGrid(self._timer.timer_period_ns, self._next_tick_ns())
+            if self._memory.config.gc_pacing:
+                PACING.hold()
+                self._gc_paced = True
 
     def _stop_ticking(self) -> None:
         if self._timer is not None:
             self.destroy_timer(self._timer)
             self._timer = None
             self._grid = None
+        self._release_gc()
+
+    def _release_gc(self) -> None:
+        if self._gc_paced:
+            PACING.release()
+            self._gc_paced = False
+
+    def destroy_node(self) -> None:
+        """Destroy the node; one destroyed while ticking gives the garbage collector back."""
+        self._release_gc()
+        super().destroy_node()
 
     def _on_trigger(self, msg: Empty) -> None:
         self._received(self._memory.config.trigger_topic)
@@ -504,6 +520,8 @@ class WorkingMemoryNode(LifecycleNode):
             self._publish_diagnostics(frame, now, effective)
         period = None if config.trigger_topic else config.tick_period_s
         memory.health.tick_done(time.perf_counter() - started, period)
+        if self._gc_paced:
+            PACING.after_tick()
 
     def _publish_diagnostics(self, frame: Frame, now: float, effective: float) -> None:
         memory = self._memory

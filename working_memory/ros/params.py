@@ -121,6 +121,10 @@ PARAMS: tuple[ParamSpec, ...] = (
               'reference: each pack names its map window by digest and the window goes on '
               '~/<cabin>/window (latched) only when it changes; inline: every frame carries '
               'every window in nearby_map', choices=MAP_WINDOWS, read_only=True),
+    ParamSpec('gc_pacing', ParamType.BOOL, True,
+              "While ticking on the timer, Python's cyclic garbage collector runs right after "
+              'each tick instead of inside ticks (the process-wide collector; full '
+              'collections at most once a minute); false leaves it alone', read_only=True),
 )
 
 CABINS_PREFIX = 'cabins.'
@@ -239,6 +243,7 @@ class NodeConfig:
     cabin_names: tuple[str, ...]
     views: bool
     map_windows: str
+    gc_pacing: bool
 
     @property
     def size_budget(self) -> int | None:
