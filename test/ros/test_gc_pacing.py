@@ -45,6 +45,8 @@ class FakeCollector:
 
 
 class Clock:
+    """A settable monotonic clock [s]."""
+
     def __init__(self):
         self.now = 100.0
 
@@ -107,7 +109,7 @@ def test_a_zero_young_threshold_means_no_collection_as_in_cpython():
 
 
 class Cycle:
-    pass
+    """An object that can refer to itself."""
 
 
 def test_garbage_cycles_made_between_ticks_are_collected_after_a_tick_by_the_real_collector():
