@@ -9,7 +9,7 @@ from hypothesis import event, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from working_memory.core.eviction import (
-    EvictionRecord, HalfLifeBlend, ImportanceLRU, Settlement, WorkingSet)
+    EvictionRecord, HalfLifeBlend, ImportanceLRU, PyWorkingSet, Settlement, WorkingSet)
 from working_memory.core.items import Source, json_size
 from working_memory.core.ranking import HeapRanking
 from working_memory.core.timebase import TimeBase
@@ -638,3 +638,20 @@ TestImportanceLRUByHeapMatchesReference = ImportanceLRUByHeapMachine.TestCase
 TestImportanceLRUByHeapMatchesReference.settings = MACHINE_SETTINGS
 TestHalfLifeBlendMatchesReference = HalfLifeBlendMachine.TestCase
 TestHalfLifeBlendMatchesReference.settings = MACHINE_SETTINGS
+
+
+@pytest.mark.parametrize('make', [PyWorkingSet, WorkingSet])
+def test_holding_says_present_or_evicted_only_for_the_very_value_stamp_and_importance(make):
+    working_set = make(capacity=1)
+    value, other = {'reading': 1.0}, {'reading': 1.0}
+    working_set.put('a', value, importance=0.2, now=1.0, stamp=0.5)
+    assert working_set.holding('a', value, 0.5, 0.2) is True
+    assert working_set.holding('a', other, 0.5, 0.2) is None     # equal is not the same value
+    assert working_set.holding('a', value, 0.6, 0.2) is None
+    assert working_set.holding('a', value, 0.5, 0.3) is None
+    assert working_set.holding('never', value, 0.5, 0.2) is None
+    working_set.put('b', 2, importance=0.9, now=2.0)             # evicts a
+    assert 'a' not in working_set
+    assert working_set.holding('a', value, 0.5, 0.2) is False
+    working_set.mark_stale('b')
+    assert working_set.holding('b', 2, 2.0, 0.9) is None          # a stale item is no holding

@@ -140,7 +140,7 @@ class Assembler:
         # Event item keys by sequence number while the event object is the same.
         self._event_item_keys: dict[int, tuple[Event, str]] = {}
         self._event_item_keys_used: dict[int, tuple[Event, str]] = {}
-        self._weights: dict[str, tuple[Manifest, dict[str, float]]] = {}
+        self._weights: dict[str, tuple[Manifest, dict[str, float], Any]] = {}
         self._encodings = ItemEncodings()
         # Absent notes of the last tick and of this one (see _note).
         self._notes: dict[tuple, AbsentNote] = {}
@@ -470,17 +470,16 @@ class Assembler:
         check = touched.union(events)
         check.update(item.key for item in ws.evicted_items() if item.key in board_wanted)
         candidates = []
+        holding = ws.holding
         for key in sorted(check):
             want = events.get(key) or board_wanted.get(key)
             if want is None:
                 continue
-            item = ws.get(key)
-            if item is None:
-                item = ws.evicted_item(key)
-                if item is not None and _unchanged(item, want):
-                    candidates.append(key)
-                    continue
-            elif _unchanged(item, want):
+            held = holding(key, want['value'], want['stamp'], want['importance'])
+            if held:   # present and unchanged
+                continue
+            if held is False:   # evicted and unchanged: it competes with its last use
+                candidates.append(key)
                 continue
             ws.put(key, now=now, defer_eviction=True, **want)
         # Evict once, after the whole tick's selection is in: what goes is the least
@@ -496,15 +495,15 @@ class Assembler:
         """Return `manifest.weight_for`, remembering each key's weight (it depends on the key)."""
         cached = self._weights.get(manifest.name)
         if cached is None or cached[0] is not manifest or len(cached[1]) > 100_000:
-            cached = self._weights[manifest.name] = (manifest, {})
-        weights = cached[1]
+            weights: dict[str, float] = {}
 
-        def weight(key: str) -> float:
-            value = weights.get(key)
-            if value is None:
-                value = weights[key] = manifest.weight_for(key)
-            return value
-        return weight
+            def weight(key: str) -> float:
+                value = weights.get(key)
+                if value is None:
+                    value = weights[key] = manifest.weight_for(key)
+                return value
+            cached = self._weights[manifest.name] = (manifest, weights, weight)
+        return cached[2]
 
     # -- packs --------------------------------------------------------------
 
@@ -629,12 +628,6 @@ class Assembler:
                 if keys:
                     detail += ': ' + ', '.join(keys[:5]) + (', ...' if len(keys) > 5 else '')
             selection.missing[spec] = Missing(spec, MissingReason.INJECTED_DROP, detail)
-
-
-def _unchanged(item, want: dict) -> bool:
-    """Return True when a working item already holds what the selection wants of it."""
-    return (item.value is want['value'] and item.stamp == want['stamp']
-            and item.importance == want['importance'] and not item.stale)
 
 
 class _Interest:

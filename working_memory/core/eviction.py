@@ -17,7 +17,7 @@ from working_memory.core.checks import check_int, is_finite_number
 from working_memory.core.items import Item, Source, check_importance, json_size
 from working_memory.core.ranking import (EXEMPT, HeapRanking, IMPORTANCE, ITEM, KEY, LAST_USED,
                                          LevelRanking, NUMBER, OUT, RECORD, SEQ, SIZE, STALE,
-                                         _Level)
+                                         STAMP, VALUE, _Level)
 from working_memory.core.timebase import TimeBase
 
 CAPACITY = 'capacity'
@@ -488,6 +488,19 @@ class PyWorkingSet:
     def readmission(self, key: str) -> Readmission | None:
         """Return how a present `key` came back after its latest eviction, or None."""
         return self._readmissions.get(key)
+
+    def holding(self, key: str, value: Any, stamp: float, importance: float) -> bool | None:
+        """Say whether `key`'s item holds `value` (the very object), `stamp` and `importance`.
+
+        True when it is present holding them and not stale, False when it is evicted
+        holding them (and not stale), None otherwise (absent, or anything differs): the
+        assembler's check before a put, without making an `Item` of the slot.
+        """
+        slot = self._slots.get(key)
+        if (slot is None or slot[VALUE] is not value or slot[STAMP] != stamp
+                or slot[IMPORTANCE] != importance or slot[STALE]):
+            return None
+        return not slot[OUT]
 
     # -- eviction log -------------------------------------------------------
 
