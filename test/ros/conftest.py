@@ -17,6 +17,7 @@ from rclpy.parameter import Parameter
 
 from working_memory.msg import BoardUpdate, ContextFrame, EvictionBatch, LogEvent
 from working_memory.ros import qos
+from working_memory.ros.gc_pacing import PACING
 from working_memory.ros.node import WorkingMemoryNode, make_executor
 from working_memory.srv import Assemble, Explain
 
@@ -33,15 +34,23 @@ def context():
     context.try_shutdown()
 
 
+@pytest.fixture(autouse=True)
+def collector_given_back():
+    """Every node that paced the garbage collector gave it back by the end of its test."""
+    yield
+    assert PACING.holders == 0, f'{PACING.holders} node(s) still pace the collector'
+
+
 @pytest.fixture
 def executor(context):
     """Yield the executor arrangement the node runs in (`make_executor`), shut down after."""
     executor = make_executor(context)
     yield executor
-    executor.shutdown()
+    # Destroyed before the shutdown, which forgets the executor's nodes.
     for node in list(executor.get_nodes()):
         executor.remove_node(node)
         node.destroy_node()
+    executor.shutdown()
 
 
 @pytest.fixture

@@ -496,7 +496,6 @@ class WorkingMemoryNode(LifecycleNode):
         memory.tick += 1
         frame = memory.assembler.assemble(memory.tick, now, memory.board, memory.log,
                                           memory.grid, memory.pose)
-        memory.frames.publish(frame)
         config = memory.config
         # The receipt per input topic lets an offline replay apply exactly what this tick saw.
         received = {memory.resolved(topic, self.resolve_topic_name): count
@@ -506,6 +505,8 @@ class WorkingMemoryNode(LifecycleNode):
             self._windows.publish(frame)
         self._frame_pub.publish(memory.output.frame_bytes(frame, config.map_frame, received,
                                                           self._windows is None))
+        # Retained for ~/assemble and ~/explain once it is out (no callback runs in between).
+        memory.frames.publish(frame)
         if self._views is not None:
             self._views.publish(frame, memory.pose)
         evictions = memory.pending_evictions + list(frame.evictions)
