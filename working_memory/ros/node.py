@@ -445,7 +445,7 @@ class WorkingMemoryNode(LifecycleNode):
             self._timer = self.create_timer(self._memory.config.tick_period_s,
                                             self._on_tick_timer)
             self._grid = TickGrid(self._timer.timer_period_ns, self._next_tick_ns())
-            if self._memory.config.gc_pacing:
+            if self._memory.config.gc_pacing and not self._gc_paced:
                 PACING.hold()
                 self._gc_paced = True
 
