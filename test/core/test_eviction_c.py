@@ -15,6 +15,7 @@ from working_memory.core.eviction import (HalfLifeBlend, ImportanceLRU, PyWorkin
                                           WorkingSet)
 from working_memory.core.items import BoardEntry, Event, EventKind, Source
 from working_memory.core.manifest import Manifest
+from working_memory.core.ranking import LevelRanking, SEQ
 from working_memory.core.timebase import TimeBase
 
 
@@ -50,6 +51,18 @@ def test_the_built_package_touches_the_served_set_in_c():
     # k3 was used least recently: the next eviction takes it.
     assert [record.key for record in working_set.put('k5', 5, importance=0.5, now=10.0)] == [
         'k3']
+
+
+def test_touch_present_takes_its_arguments_as_the_reference_does():
+    fast, reference = WorkingSet(capacity=3), PyWorkingSet(capacity=3)
+    for working_set in (fast, reference):
+        working_set.put('a', 1, importance=0.5, now=1.0)
+        working_set.touch_present(keys=['a'], now=2.0)
+        working_set.touch_present(('a',), now=3.0)
+        with pytest.raises(TypeError):
+            working_set.touch_present(['a'], 4.0, 'one too many')
+    assert _state(fast) == _state(reference)
+    assert fast.get('a').last_used == 3.0
 
 
 def test_the_record_a_c_put_returns_is_the_one_logged_and_kept_by_the_evicted_item():
@@ -151,10 +164,21 @@ def _apply(working_set, operation, now):
         return (type(error), str(error))
 
 
+def _order(working_set):
+    """Return the order the next evictions follow: the seq counter, each slot's, each level's."""
+    ranking = working_set._ranking
+    levels = None if not isinstance(ranking, LevelRanking) else {
+        importance: (list(level.used), sorted(level.returned))
+        for importance, level in ranking._levels.items()}
+    return (working_set._seq, {key: slot[SEQ] for key, slot in working_set._slots.items()},
+            levels)
+
+
 def _state(working_set):
-    """Everything the working set shows: items, evicted items, records, alarms, counts."""
+    """Everything the working set shows: items, evicted items, records, alarms, counts, order."""
     keys = ['a', 'b', 'c', 'd', 'e', 'goal:g', 'safety:s']
-    return (working_set.keys(), working_set.items(), working_set.evicted_items(),
+    return (_order(working_set), working_set.keys(), working_set.items(),
+            working_set.evicted_items(),
             working_set.eviction_log, working_set.evictions_total, working_set.size_bytes,
             working_set.capacity_alarm, len(working_set), working_set.capacity,
             working_set.size_budget, working_set.timebase.now, working_set.timebase.epoch,

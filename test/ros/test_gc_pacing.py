@@ -6,7 +6,8 @@ import weakref
 import pytest
 from rclpy.lifecycle import TransitionCallbackReturn
 
-from working_memory.ros.gc_pacing import FULL_PERIOD_S, GcPacing, PACING
+from working_memory.ros import gc_pacing
+from working_memory.ros.gc_pacing import FULL_PERIOD_S, GcPacing, PACING, STALL_S
 
 SUCCESS = TransitionCallbackReturn.SUCCESS
 
@@ -37,6 +38,9 @@ class FakeCollector:
     def freeze(self):
         self.calls.append('freeze')
 
+    def unfreeze(self):
+        self.calls.append('unfreeze')
+
     def get_threshold(self):
         return self.threshold
 
@@ -54,9 +58,9 @@ class Clock:
         return self.now
 
 
-def test_the_first_holder_turns_automatic_collection_off_and_freezes_the_startup_objects_once():
+def test_the_first_holder_turns_automatic_collection_off_and_freezes_the_objects_alive_then():
     collector = FakeCollector()
-    pacing = GcPacing(collector, Clock())
+    pacing = GcPacing(collector, Clock(), paceable=True)
     pacing.hold()
     assert not collector.enabled
     assert collector.calls == ['disable', ('collect', 2), 'freeze']
@@ -65,14 +69,21 @@ def test_the_first_holder_turns_automatic_collection_off_and_freezes_the_startup
     assert not collector.enabled and pacing.holders == 1
     pacing.release()
     assert collector.enabled and pacing.holders == 0
+    assert collector.calls[-2:] == ['unfreeze', 'enable']
+
+
+def test_a_collector_pacing_does_not_know_is_left_alone():
+    collector = FakeCollector()
+    pacing = GcPacing(collector, Clock(), paceable=False)
     pacing.hold()
-    assert collector.calls[-1] == 'disable'   # frozen once per process
-    assert collector.calls.count('freeze') == 1
+    collector.count = (5000, 50, 50)
+    assert pacing.after_tick() is None and pacing.holders == 0
+    assert collector.calls == [] and collector.enabled
 
 
 def test_the_collector_is_given_back_as_it_was_found():
     collector = FakeCollector(enabled=False)
-    pacing = GcPacing(collector, Clock())
+    pacing = GcPacing(collector, Clock(), paceable=True)
     pacing.hold()
     pacing.release()
     assert not collector.enabled and 'enable' not in collector.calls
@@ -82,16 +93,16 @@ def test_the_collector_is_given_back_as_it_was_found():
 
 def test_after_a_tick_the_generations_cpython_would_have_collected_are_collected():
     collector, clock = FakeCollector(), Clock()
-    pacing = GcPacing(collector, clock)
+    pacing = GcPacing(collector, clock, paceable=True)
     assert pacing.after_tick() is None          # nobody paces: CPython's own collector runs
     pacing.hold()
-    collector.count = (699, 9, 9)
-    assert pacing.after_tick() is None          # below the young threshold: nothing due
-    collector.count = (700, 9, 9)
-    assert pacing.after_tick() == 0
-    collector.count = (700, 10, 9)
-    assert pacing.after_tick() == 1
     collector.count = (700, 10, 10)
+    assert pacing.after_tick() is None          # not over the young threshold: nothing due
+    collector.count = (701, 10, 10)
+    assert pacing.after_tick() == 0
+    collector.count = (701, 11, 10)
+    assert pacing.after_tick() == 1
+    collector.count = (701, 11, 11)
     assert pacing.after_tick() == 1             # the last full collection is too recent
     clock.now += FULL_PERIOD_S
     assert pacing.after_tick() == 2
@@ -100,9 +111,24 @@ def test_after_a_tick_the_generations_cpython_would_have_collected_are_collected
                                     ('collect', 2), ('collect', 1)]
 
 
+def test_between_ticks_collects_only_when_ticks_have_stalled():
+    collector, clock = FakeCollector(), Clock()
+    pacing = GcPacing(collector, clock, paceable=True)
+    pacing.hold()
+    collector.count = (701, 0, 0)
+    pacing.after_tick()
+    clock.now += STALL_S / 2
+    assert pacing.between_ticks() is None       # ticks come: they collect
+    clock.now += STALL_S
+    assert pacing.between_ticks() == 0          # no tick for a while: the intake collects
+    pacing.release()
+    clock.now += 10 * STALL_S
+    assert pacing.between_ticks() is None       # nobody paces
+
+
 def test_a_zero_young_threshold_means_no_collection_as_in_cpython():
     collector = FakeCollector()
-    pacing = GcPacing(collector, Clock())
+    pacing = GcPacing(collector, Clock(), paceable=True)
     pacing.hold()
     collector.threshold, collector.count = (0, 10, 10), (5000, 50, 50)
     assert pacing.after_tick() is None
@@ -114,7 +140,7 @@ class Cycle:
 
 def test_garbage_cycles_made_between_ticks_are_collected_after_a_tick_by_the_real_collector():
     threshold, was_enabled = gc.get_threshold(), gc.isenabled()
-    pacing = GcPacing()
+    pacing = GcPacing(paceable=True)
     try:
         pacing.hold()
         assert not gc.isenabled()
@@ -134,34 +160,39 @@ def test_garbage_cycles_made_between_ticks_are_collected_after_a_tick_by_the_rea
     assert gc.isenabled() == was_enabled
 
 
-def test_a_ticking_node_paces_the_collector_and_gives_it_back_when_it_stops(start_memory):
-    if not gc.isenabled():
-        pytest.skip('the collector is off in this process: nothing to give back')
+needs_pacing = pytest.mark.skipif(not gc_pacing.PACEABLE or not gc.isenabled(),
+                                  reason='pacing follows CPython 3.11-3.13 with its collector on')
+
+
+@needs_pacing
+def test_a_ticking_node_collects_after_its_ticks_and_gives_the_collector_back_when_it_stops(
+        start_memory, monkeypatch):
+    collections = []
+    after_tick = PACING.after_tick
+    monkeypatch.setattr(PACING, 'after_tick', lambda: collections.append(after_tick()))
     node, probe = start_memory()
-    probe.wait_frame()
+    probe.wait_frame(lambda frame: frame.tick >= 3)
     assert PACING.holders == 1 and not gc.isenabled()
+    assert len(collections) >= 3   # one call per tick, each deciding what is due
     assert node.trigger_deactivate() == SUCCESS
     assert PACING.holders == 0 and gc.isenabled()
 
 
+@needs_pacing
 def test_a_node_with_gc_pacing_false_leaves_the_collector_alone(start_memory):
-    if not gc.isenabled():
-        pytest.skip('the collector is off in this process')
     node, probe = start_memory({'gc_pacing': False})
     probe.wait_frame()
     assert PACING.holders == 0 and gc.isenabled()
 
 
+@needs_pacing
 def test_a_node_ticking_on_a_trigger_topic_leaves_the_collector_alone(start_memory):
-    if not gc.isenabled():
-        pytest.skip('the collector is off in this process')
     node, probe = start_memory({'trigger_topic': 'decide'})
     assert PACING.holders == 0 and gc.isenabled()
 
 
+@needs_pacing
 def test_a_node_destroyed_while_ticking_gives_the_collector_back(start_memory):
-    if not gc.isenabled():
-        pytest.skip('the collector is off in this process: nothing to give back')
     node, probe = start_memory()
     probe.wait_frame()
     assert not gc.isenabled()

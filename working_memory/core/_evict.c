@@ -51,9 +51,15 @@ static PyObject *one;
 
 #define FIELD(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 
+/* `target(self, *args, **kwnames)`: the reference implementation of a method, counted. */
 static PyObject *
-call_reference(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+call_target(PyObject *target, unsigned long long *counter, PyObject *self,
+            PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+    if (!target) {
+        PyErr_SetString(PyExc_RuntimeError, "working_memory.core._evict is not configured");
+        return NULL;
+    }
     Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
     PyObject *small[16], **all = small, *result;
     if (total + 1 > 16 && !(all = PyMem_Malloc((total + 1) * sizeof(PyObject *))))
@@ -61,11 +67,17 @@ call_reference(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject
     all[0] = self;
     for (Py_ssize_t i = 0; i < total; i++)
         all[i + 1] = args[i];
-    reference_puts++;
-    result = PyObject_Vectorcall(reference_put, all, nargs + 1, kwnames);
+    (*counter)++;
+    result = PyObject_Vectorcall(target, all, nargs + 1, kwnames);
     if (all != small)
         PyMem_Free(all);
     return result;
+}
+
+static PyObject *
+call_reference(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return call_target(reference_put, &reference_puts, self, args, nargs, kwnames);
 }
 
 /* Byte length of the compact JSON of `value`, as items.json_size; -1 with an error set. */
@@ -188,11 +200,25 @@ ranking_discard(PyObject *ranking, PyObject *slot)
     PyObject *level = slot_level(ranking, slot);
     if (!level)
         return -1;
-    PyObject *used = FIELD(level, off_used);
-    int found = PyDict_Contains(used, key);   /* an OrderedDict is a dict underneath */
-    if (found < 0)
-        return -1;
-    return PyObject_DelItem(found ? used : FIELD(level, off_returned), key);
+    /* Held: the lookup may run a key's __eq__, which may change the ranking. */
+    Py_INCREF(level);
+    PyObject *used = FIELD(level, off_used), *returned = FIELD(level, off_returned);
+    int failed = -1;
+    if (!used || !returned) {
+        PyErr_SetString(PyExc_AttributeError, "a ranking level lost its used or returned dict");
+    } else {
+        PyObject *from = NULL;
+        Py_INCREF(used);
+        Py_INCREF(returned);
+        int found = PyDict_Contains(used, key);   /* an OrderedDict is a dict underneath */
+        if (found >= 0)
+            from = found ? used : returned;
+        failed = from ? PyObject_DelItem(from, key) : -1;
+        Py_DECREF(used);
+        Py_DECREF(returned);
+    }
+    Py_DECREF(level);
+    return failed;
 }
 
 /* ranking.pop_lowest(): a new reference to the lowest slot, removed from the ranking. */
@@ -533,7 +559,8 @@ done:
     return result;
 }
 
-/* LevelRanking.use([slot]) of one present slot just used again: the end of its level. */
+/* LevelRanking.use([slot]) of one present slot just used again: the end of its level. The
+ * level and its dicts are held while OrderedDict code (a key's __eq__) may run. */
 static int
 level_use(PyObject *ranking, PyObject *slot)
 {
@@ -541,32 +568,44 @@ level_use(PyObject *ranking, PyObject *slot)
     PyObject *level = slot_level(ranking, slot);
     if (!level)
         return -1;
-    PyObject *used = FIELD(level, off_used);
+    Py_INCREF(level);
+    PyObject *used = FIELD(level, off_used), *returned = FIELD(level, off_returned);
+    int failed = -1;
+    if (!used || !returned) {
+        PyErr_SetString(PyExc_AttributeError, "a ranking level lost its used or returned dict");
+        goto done;
+    }
+    Py_INCREF(used);
+    Py_INCREF(returned);
     PyObject *args[2] = {used, key};
-    PyObject *done = Py_TYPE(used) == odict_type
+    PyObject *moved = Py_TYPE(used) == odict_type
         ? PyObject_Vectorcall(odict_move_to_end, args, 2, NULL)
         : PyObject_VectorcallMethod(s_move_to_end, args, 2, NULL);
-    if (done) {
-        Py_DECREF(done);
-        return 0;
+    if (moved) {
+        Py_DECREF(moved);
+        failed = 0;
+    } else if (PyErr_ExceptionMatches(PyExc_KeyError)) {
+        /* Not among the used: a readmitted slot, which joins them now. */
+        PyErr_Clear();
+        failed = PyObject_DelItem(returned, key) < 0 || PyObject_SetItem(used, key, slot) < 0
+            ? -1 : 0;
     }
-    /* Not among the used: a readmitted slot, which joins them now. */
-    if (!PyErr_ExceptionMatches(PyExc_KeyError))
-        return -1;
-    PyErr_Clear();
-    if (PyObject_DelItem(FIELD(level, off_returned), key) < 0)
-        return -1;
-    return PyObject_SetItem(used, key, slot);
+    Py_DECREF(used);
+    Py_DECREF(returned);
+done:
+    Py_DECREF(level);
+    return failed;
 }
 
 /* WorkingSet.touch_present(keys, now): a list or tuple of keys, a forward clock and a
  * LevelRanking (the assembler's call, every tick for its whole served set) here; any other
  * call by the reference. The slots are changed and used one after the other, which leaves
- * the ranking as the reference's use of all of them in the same order does. */
+ * the ranking as the reference's use of all of them in the same order does. Everything read
+ * is held while Python code may run (a key's __eq__ in a dict lookup). */
 static PyObject *
-core_touch_present(Core *self, PyObject *const *args, Py_ssize_t nargs)
+core_touch_present(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (nargs != 2 || !reference_touch || !self->slots || !PyDict_CheckExact(self->slots)
+    if (nargs != 2 || kwnames || !self->slots || !PyDict_CheckExact(self->slots)
         || !self->ranking || Py_TYPE(self->ranking) != (PyTypeObject *)level_ranking_type
         || !self->seq || !PyLong_CheckExact(self->seq)
         || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])))
@@ -584,23 +623,23 @@ core_touch_present(Core *self, PyObject *const *args, Py_ssize_t nargs)
         goto reference;
     }
     fast_touches++;
-    PyObject *keys = args[0], *slots = self->slots;
+    PyObject *keys = Py_NewRef(args[0]), *slots = Py_NewRef(self->slots);
+    PyObject *ranking = Py_NewRef(self->ranking);
     int failed = 0;
-    /* A list may change under us (a key's __eq__ is Python code): index it each time. */
+    /* A list may change under us: measured and indexed each time, as its iterator does. */
     for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(keys); i++) {
-        PyObject *key = PySequence_Fast_GET_ITEM(keys, i);
-        PyObject *slot = PyDict_GetItemWithError(slots, key);
+        PyObject *key = Py_NewRef(PySequence_Fast_GET_ITEM(keys, i));
+        PyObject *slot = Py_XNewRef(PyDict_GetItemWithError(slots, key));
+        Py_DECREF(key);
         if (!slot) {
             failed = PyErr_Occurred() ? -1 : 0;
             continue;
         }
-        if (!PyList_CheckExact(slot) || PyList_GET_SIZE(slot) != SLOT_FIELDS) {
+        int out = -1, earlier = 0, exempt = 0;
+        if (!PyList_CheckExact(slot) || PyList_GET_SIZE(slot) != SLOT_FIELDS)
             PyErr_SetString(PyExc_RuntimeError, "a working set slot is not a slot list");
-            failed = -1;
-            break;
-        }
-        Py_INCREF(slot);
-        int out = PyObject_IsTrue(PyList_GET_ITEM(slot, OUT)), earlier = 0, exempt = 0;
+        else
+            out = PyObject_IsTrue(PyList_GET_ITEM(slot, OUT));
         if (out == 0)
             earlier = PyObject_RichCompareBool(PyList_GET_ITEM(slot, LAST_USED), effective, Py_LT);
         if (out < 0 || earlier < 0) {
@@ -613,28 +652,31 @@ core_touch_present(Core *self, PyObject *const *args, Py_ssize_t nargs)
                 failed = -1;
             } else if (!exempt) {
                 PyObject *number = PyLong_FromLongLong(seq + 1);
-                if (!number || PyList_SetItem(slot, SEQ, number) < 0 || level_use(self->ranking,
-                                                                                  slot) < 0)
+                if (!number || PyList_SetItem(slot, SEQ, number) < 0) {
                     failed = -1;
-                else
-                    seq++;
+                } else {
+                    seq++;   /* the slot has it: the counter moves on whatever follows */
+                    failed = level_use(ranking, slot);
+                }
             }
         }
         Py_DECREF(slot);
     }
     Py_DECREF(effective);
+    Py_DECREF(keys);
+    Py_DECREF(slots);
+    Py_DECREF(ranking);
     /* The uses before an error stand, as in the reference. */
     PyObject *number = PyLong_FromLongLong(seq);
     if (!number)
         return NULL;
-    Py_SETREF(self->seq, number);
+    Py_XSETREF(self->seq, number);
     if (failed)
         return NULL;
     Py_RETURN_NONE;
 reference:
-    reference_touches++;
-    PyObject *all[3] = {(PyObject *)self, nargs > 0 ? args[0] : NULL, nargs > 1 ? args[1] : NULL};
-    return PyObject_Vectorcall(reference_touch, all, nargs + 1, NULL);
+    return call_target(reference_touch, &reference_touches, (PyObject *)self, args, nargs,
+                       kwnames);
 }
 
 static int
@@ -686,7 +728,8 @@ static PyMemberDef core_members[] = {
 static PyMethodDef core_methods[] = {
     {"put", (PyCFunction)(void (*)(void))core_put, METH_FASTCALL | METH_KEYWORDS,
      "Insert or replace an item, then evict to fit (see PyWorkingSet.put)."},
-    {"touch_present", (PyCFunction)(void (*)(void))core_touch_present, METH_FASTCALL,
+    {"touch_present", (PyCFunction)(void (*)(void))core_touch_present,
+     METH_FASTCALL | METH_KEYWORDS,
      "Touch each present key not yet used now (see PyWorkingSet.touch_present)."},
     {NULL}
 };

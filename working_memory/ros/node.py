@@ -621,6 +621,8 @@ class WorkingMemoryNode(LifecycleNode):
         if until_tick is not None:
             budget = min(budget, 0.5e-9 * until_tick)
         self._take_inputs(budget)
+        if self._gc_paced:
+            PACING.between_ticks()
         period_ns = round(self._intake.pace() * 1e9)
         if self._intake_timer.timer_period_ns != period_ns:
             self._intake_timer.timer_period_ns = period_ns
