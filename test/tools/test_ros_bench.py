@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import yaml
 
-from working_memory.bench.ros_bench import Figure, bulk_config, format_figures, frame_rate, \
-    late_share, percentile, rate_before, rate_from_counts, recovery_time, rss_slope, \
-    wire_bytes_per_tick
+from working_memory.bench.ros_bench import Figure, Settings, bulk_config, format_figures, \
+    frame_rate, late_share, node_command, percentile, rate_before, rate_from_counts, \
+    recovery_time, rss_slope, wire_bytes_per_tick
 from working_memory.core.manifest import manifests_from_params
 
 
@@ -74,3 +74,14 @@ def test_bulk_config_is_one_cabin_selecting_every_item_key(tmp_path):
     assert list(manifests) == ['bulk']
     assert manifests['bulk'].selects.match('item:999')
     assert 'capacity: 1064' in path.read_text()
+
+
+def test_the_runs_parameters_follow_the_group_ones_on_the_nodes_command_line():
+    settings = Settings(node=('other_node', '--executor', 'single'), params=('gc_pacing:=false',))
+    command = settings.command(100.0, overrides=('map_windows:=inline',))
+    assert command[:4] == ['other_node', '--executor', 'single', '--autostart']
+    overrides = [command[i + 1] for i, arg in enumerate(command) if arg == '-p']
+    assert overrides == ['tick_hz:=100.0', 'diagnostics_period_s:=0.5', 'gc_pacing:=false',
+                         'map_windows:=inline']
+    assert command == node_command(100.0, settings.node,
+                                   overrides=('gc_pacing:=false', 'map_windows:=inline'))

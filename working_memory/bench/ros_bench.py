@@ -217,6 +217,12 @@ class Settings:
     soak_s: float = 0.0
     quick: bool = False
     profile: pathlib.Path | None = None   # py-spy's raw output of the node at 100 Hz + 1 kHz
+    params: tuple[str, ...] = ()          # `name:=value` parameters of the node in every group
+
+    def command(self, tick_hz: float, params_file: pathlib.Path = CONFIG,
+                overrides: tuple[str, ...] = ()) -> list[str]:
+        """Return the node's command line (`node_command`) with this run's parameters."""
+        return node_command(tick_hz, self.node, params_file, (*self.params, *overrides))
 
 
 @dataclass(frozen=True)
@@ -273,7 +279,7 @@ def _capture(workdir: pathlib.Path, env: dict, settings: Settings,
     Without `window` the frame need not name a map window (the bulk cabin asks for none).
     """
     with Run(workdir, env) as run:
-        run.start(subject or node_command(10.0, settings.node))
+        run.start(subject or settings.command(10.0))
         run.role('load', 'load.json', *(load or _load_options(settings, 100.0)),
                  '--duration', '60')
         capture = run.role('capture', 'capture.json', '--frame-file', str(workdir / frame_file),
@@ -297,7 +303,7 @@ def _flood(workdir: pathlib.Path, env: dict, settings: Settings, baseline: bool,
                                '--tick-hz', '100',
                                '--duration', str(settings.settle_s + duration + 3))
         else:
-            run.start(node_command(100.0, settings.node))
+            run.start(settings.command(100.0))
             subject = run.role('probe', 'probe.json',
                                '--duration', str(settings.settle_s + duration + 2))
         time.sleep(settings.settle_s)
@@ -365,7 +371,7 @@ def _burst(workdir: pathlib.Path, env: dict, settings: Settings) -> dict:
     before, after = 2.0, 7.0
     burst = 1.0 if settings.quick else BURST_S
     with Run(workdir, env) as run:
-        run.start(node_command(100.0, settings.node))
+        run.start(settings.command(100.0))
         load = run.role('load', 'load.json', *_load_options(settings, settings.board_hz),
                         '--duration', str(settings.settle_s + before + burst + after))
         time.sleep(settings.settle_s)
@@ -404,7 +410,7 @@ def _round_trips(workdir: pathlib.Path, env: dict, settings: Settings, cabin: st
             run.role('plain_assemble', 'plain.json', '--response-prefix',
                      str(workdir / 'assemble_'), '--cabin', cabin, '--duration', '120')
         else:
-            run.start(node_command(10.0, settings.node))
+            run.start(settings.command(10.0))
             run.role('load', 'load.json', *_load_options(settings, 100.0), '--duration', '120')
             time.sleep(settings.settle_s)
         rtt = run.role('rtt', 'rtt.json', '--cabin', cabin, '--calls', '300', '--duration', '20')
@@ -421,7 +427,7 @@ def _frame_figures(workdir, env, settings: Settings, frame_file: str,
     ours, plain = [], []
     for _ in range(settings.repeats):
         ours.append(_frames_under_load(workdir, env, settings, scene,
-                                       node_command(tick_hz, settings.node), frame_file))
+                                       settings.command(tick_hz), frame_file))
         plain.append(_frames_under_load(workdir, env, settings, scene, None, frame_file))
     load = f'{tick_hz:g} Hz + {settings.board_hz:g} Hz board'
     figures = [Figure(f'frame latency p{q}, {load}', 'ms',
@@ -455,7 +461,7 @@ def _wire_figures(workdir, env, settings: Settings) -> list[Figure]:
                   probe=('--windows', *CABINS))
     modes = {}
     for mode in ('reference', 'inline'):
-        subject = node_command(tick_hz, settings.node, overrides=(f'map_windows:={mode}',))
+        subject = settings.command(tick_hz, overrides=(f'map_windows:={mode}',))
         modes[mode] = _repeat(settings, lambda: _frames_under_load(
             workdir, env, settings, scene, subject, ''))
     load = f'{tick_hz:g} Hz + {settings.board_hz:g} Hz board, pose still'
@@ -513,7 +519,7 @@ def _scaling_figures(workdir, env, settings: Settings) -> list[Figure]:
     figures = []
     for items in settings.selected:
         config = bulk_config(workdir / f'bulk_{items}.yaml', items)
-        subject = node_command(tick_hz, settings.node, config)
+        subject = settings.command(tick_hz, config)
         load = ('--rate', str(tick_hz), '--keys', str(items), '--prefix', 'item:',
                 '--per-msg', str(min(items, CHANGES_PER_TICK)), '--fill',
                 '--map-side', '100')
@@ -552,7 +558,7 @@ def _board100k_figures(workdir, env, settings: Settings) -> list[Figure]:
                   _load_options(settings, BIG_BOARD_CHANGES_HZ / per_msg, '--keys', str(keys),
                                 '--prefix', 'noise:', '--per-msg', str(per_msg), '--fill'),
                   settle_s=settings.settle_s + keys / 10_000)
-    subject = node_command(BIG_BOARD_TICK_HZ, settings.node,
+    subject = settings.command(BIG_BOARD_TICK_HZ,
                            overrides=(f'capacity:={BIG_BOARD_CAPACITY}',))
     runs = _repeat(settings, lambda: _frames_under_load(workdir, env, settings, scene, subject,
                                                         ''))
@@ -585,7 +591,7 @@ def _soak_figures(workdir, env, settings: Settings) -> list[Figure]:
     """Run the node at 100 Hz + 1 kHz board for soak_s; RSS from /proc every 5 s."""
     warmup = min(60.0, settings.soak_s / 4)
     with Run(workdir, env) as run:
-        node = run.start(node_command(100.0, settings.node))
+        node = run.start(settings.command(100.0))
         run.role('load', 'load.json', *_load_options(settings, settings.board_hz),
                  '--keys', str(SOAK_KEYS), '--duration', str(settings.soak_s + 5))
         probe = run.role('probe', 'probe.json', '--duration', str(settings.soak_s))
@@ -644,7 +650,7 @@ def profile_node(workdir: pathlib.Path, env: dict, settings: Settings) -> str:
     if spy is None:
         raise RuntimeError('py-spy not found: it is in tools/requirements.txt (make setup)')
     with Run(workdir, env) as run:
-        target = run.start(node_command(100.0, settings.node))
+        target = run.start(settings.command(100.0))
         run.role('load', 'load.json', *_load_options(settings, settings.board_hz),
                  '--duration', str(settings.settle_s + settings.measure_s + 3))
         time.sleep(settings.settle_s)
@@ -719,6 +725,9 @@ def main(argv: list[str] | None = None) -> int:
                              '1 kHz, keep the raw stacks in RAW, print the top functions')
     parser.add_argument('--node', default=' '.join(NODE),
                         help='command that runs the node (an A/B build), default %(default)s')
+    parser.add_argument('--param', action='append', default=[], metavar='NAME:=VALUE',
+                        help="a parameter of the node in every group (an A/B setting), e.g. "
+                             "gc_pacing:=false; repeatable")
     args = parser.parse_args(argv)
     quick = args.quick
     settings = Settings(repeats=1 if quick else args.repeats,
@@ -731,7 +740,7 @@ def main(argv: list[str] | None = None) -> int:
                         big_board_keys=5000 if quick else BIG_BOARD_KEYS,
                         soak_s=(min(args.soak_s, 30.0) if quick else args.soak_s)
                         if args.soak else 0.0,
-                        quick=quick, profile=args.profile)
+                        quick=quick, profile=args.profile, params=tuple(args.param))
     started = time.monotonic()
     if settings.profile is not None:
         with tempfile.TemporaryDirectory(prefix='wm_profile_') as tmp:
