@@ -559,7 +559,7 @@ def _board100k_figures(workdir, env, settings: Settings) -> list[Figure]:
                                 '--prefix', 'noise:', '--per-msg', str(per_msg), '--fill'),
                   settle_s=settings.settle_s + keys / 10_000)
     subject = settings.command(BIG_BOARD_TICK_HZ,
-                           overrides=(f'capacity:={BIG_BOARD_CAPACITY}',))
+                               overrides=(f'capacity:={BIG_BOARD_CAPACITY}',))
     runs = _repeat(settings, lambda: _frames_under_load(workdir, env, settings, scene, subject,
                                                         ''))
     name = f'{keys:,} board keys, {BIG_BOARD_CHANGES_HZ:g} changes/s, capacity ' \
@@ -726,8 +726,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--node', default=' '.join(NODE),
                         help='command that runs the node (an A/B build), default %(default)s')
     parser.add_argument('--param', action='append', default=[], metavar='NAME:=VALUE',
-                        help="a parameter of the node in every group (an A/B setting), e.g. "
-                             "gc_pacing:=false; repeatable")
+                        help='a parameter of the node in every group (an A/B setting), e.g. '
+                             'gc_pacing:=false; repeatable')
     args = parser.parse_args(argv)
     quick = args.quick
     settings = Settings(repeats=1 if quick else args.repeats,
