@@ -13,9 +13,11 @@ from __future__ import annotations
 import bisect
 import fnmatch
 import heapq
+import math
 from typing import Collection, Iterable, Mapping
 
 from working_memory.core.frames import AbsentNote
+from working_memory.core.frozen import FrozenDict
 from working_memory.core.items import BoardEntry, MissingReason
 from working_memory.core.manifest import Manifest, is_glob
 
@@ -132,6 +134,11 @@ class CabinBoard:
         # Entries tags.from_goal names (the goal tags extend the include filter).
         self._goals: dict[str, BoardEntry] = {}
         self._goal_names: dict[str, bool] = {}   # key -> whether tags.from_goal names it
+        # Keys that concern the cabin in no way (not selected, no goal key): a tick whose
+        # changes are all such keys changes nothing here while the goal tags hold, that is
+        # from the effective time they were taken [s] until a fresh goal's ttl runs out.
+        self._quiet: set[str] = set()
+        self._tags_since, self._tags_until = math.inf, -math.inf
         # Served or filtered entries with a ttl (either goes stale when it runs out), and
         # their deadlines [s, effective time] in a heap.
         self._timed: dict[str, BoardEntry] = {}
@@ -162,6 +169,13 @@ class CabinBoard:
                changes: Mapping[str, BoardEntry | None] | None, now: float) -> None:
         """Apply the changed keys (`changes` None: everything in `mirror`) at effective `now`."""
         self.touched = set()
+        if (changes is not None and self._tags_since <= now < self._tags_until
+                and self._quiet.issuperset(changes)):
+            for key, entry in changes.items():
+                if entry is None:   # forgotten, as below
+                    self._forget_quiet(key)
+            self._expire(now)
+            return
         self._update_goals(mirror, changes)
         include = frozenset(self.manifest.tags.include) | self._goal_tags(now)
         if changes is None or include != self._include:
@@ -174,7 +188,9 @@ class CabinBoard:
                 # one is forgotten (short-lived keys must not pile up here).
                 if kind is _NOT_SELECTED:
                     if entry is None:
-                        del kinds[key]
+                        self._forget_quiet(key)
+                    elif not self._goal_names.get(key):
+                        self._quiet.add(key)
                     continue
                 if (kind is _SELECTED and entry is not None and key in served
                         and not entry.is_stale(now) and self._passes(key, entry)):
@@ -196,7 +212,7 @@ class CabinBoard:
         self.served, self.absent, self.stale, self.withheld = {}, {}, {}, {}
         self._absent_sorted, self._stale_sorted = SortedNotes(), SortedNotes()
         self._timed, self._deadlines = {}, []
-        self._kinds = {}
+        self._kinds, self._quiet = {}, set()
         for key, entry in mirror.items():
             self._classify(key, entry, now, sort=False)
         self.served_sorted = sorted(self.served)
@@ -228,16 +244,32 @@ class CabinBoard:
             elif named:
                 self._goals[key] = entry
 
+    def _forget_quiet(self, key: str) -> None:
+        """Forget a removed key the manifest does not select (short-lived keys pile up else)."""
+        del self._kinds[key]
+        self._quiet.discard(key)
+        self._goal_names.pop(key, None)
+
     def _goal_tags(self, now: float) -> frozenset[str]:
-        """Tags of the fresh goal entries named by `tags.from_goal` ("tags by goal")."""
-        tags = set()
+        """Tags of the fresh goal entries named by `tags.from_goal` ("tags by goal").
+
+        Also notes until when they hold: until the first fresh goal's ttl runs out
+        (less a margin: the exact check is then made again), or for ever.
+        """
+        tags, until = set(), math.inf
         for entry in self._goals.values():
             value = entry.value
-            if entry.is_stale(now) or not isinstance(value, Mapping):
+            if entry.is_stale(now):
+                continue
+            if entry.ttl > 0.0:
+                until = min(until, entry.effective_stamp + entry.ttl - _DEADLINE_MARGIN_S)
+            # FrozenDict first: the board's values are, and the ABC check is slow.
+            if value.__class__ is not FrozenDict and not isinstance(value, Mapping):
                 continue
             goal_tags = value.get('tags')
             if isinstance(goal_tags, (list, tuple)):
                 tags.update(tag for tag in goal_tags if isinstance(tag, str) and tag)
+        self._tags_since, self._tags_until = now, until
         return frozenset(tags)
 
     def _drop(self, key: str) -> None:
