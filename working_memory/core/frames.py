@@ -291,6 +291,17 @@ class ItemEncodings:
             append(kept[6])
         return parts
 
+    def carry(self, group: str) -> None:
+        """Keep the group's last item list and its items' encodings through this tick.
+
+        For a pack handed out again without a digest made (its content the same): its
+        encodings then stay for the tick its content changes.
+        """
+        last = self._groups_used.get(group) or self._groups.get(group)
+        if last is not None:
+            self._groups_used[group] = last
+            self._used.update(zip(map(_item_key, last.items), last.kept))
+
     def rest(self, map_window: MapWindow | None, missing: tuple[Missing, ...]) -> tuple:
         """Return the canonical JSON of a pack's map shape and missing list, kept while same.
 

@@ -115,7 +115,8 @@ class CabinBoard:
     sorted); `absent`: a note per key withheld, stale or filtered out; `stale`,
     `withheld`: those keys; `absent_sorted`, `stale_sorted`: the absent and the stale
     keys' notes sorted by key, kept across ticks. `touched` are the keys whose served entry
-    came, went or changed in the last `update` (everything after a start over).
+    came, went or changed in the last `update` (everything after a start over). `version`
+    grows whenever any of these changes: the same version, the same selection.
     """
 
     def __init__(self, manifest: Manifest, exempt_prefixes: tuple[str, ...]):
@@ -131,6 +132,7 @@ class CabinBoard:
         self._absent_sorted, self._stale_sorted = SortedNotes(), SortedNotes()
         self.withheld: dict[str, None] = {}
         self.touched: set[str] = set()
+        self.version = 0
         # Entries tags.from_goal names (the goal tags extend the include filter).
         self._goals: dict[str, BoardEntry] = {}
         self._goal_names: dict[str, bool] = {}   # key -> whether tags.from_goal names it
@@ -208,6 +210,7 @@ class CabinBoard:
     def _start_over(self, mirror: Mapping[str, BoardEntry], include: frozenset[str],
                     now: float) -> None:
         self.touched = set(self.served)
+        self.version += 1
         self._include = include
         self.served, self.absent, self.stale, self.withheld = {}, {}, {}, {}
         self._absent_sorted, self._stale_sorted = SortedNotes(), SortedNotes()
@@ -275,9 +278,11 @@ class CabinBoard:
     def _drop(self, key: str) -> None:
         self._timed.pop(key, None)
         if self.served.pop(key, None) is not None:
+            self.version += 1
             self.touched.add(key)
             del self.served_sorted[bisect.bisect_left(self.served_sorted, key)]
         if self.absent.pop(key, None) is not None:
+            self.version += 1
             self._absent_sorted.discard(key)
             if key in self.stale:
                 del self.stale[key]
@@ -312,6 +317,7 @@ class CabinBoard:
         """Serve `entry`; with `sort` its key goes into `served_sorted` (else it is there)."""
         self.served[key] = entry
         self.touched.add(key)
+        self.version += 1
         if sort:
             bisect.insort(self.served_sorted, key)
         self._time(key, entry)
@@ -343,6 +349,7 @@ class CabinBoard:
     def _absent(self, note: AbsentNote, sort: bool = True) -> None:
         """Note an absent key; without `sort` the sorted notes are rebuilt by the caller."""
         self.absent[note.key] = note
+        self.version += 1
         if sort:
             self._absent_sorted.set(note)
 
