@@ -14,7 +14,8 @@ MANIFEST = Manifest.from_dict('monitor', {'board_keys': ['sensor:*', 'door:*'],
 changes = st.lists(st.tuples(
     st.dictionaries(st.sampled_from(KEYS), st.one_of(
         st.none(), st.tuples(st.sampled_from([0.0, 0.3, 2.0]),
-                             st.sampled_from([(), ('energy',), ('charging',)])))),
+                             st.sampled_from([(), ('energy',), ('charging',)]),
+                             st.sampled_from([0.0, 0.0, 0.5])))),   # age on arrival [s]
     st.sampled_from([0.1, 0.5, 1.0])), min_size=1, max_size=20)
 
 
@@ -38,7 +39,7 @@ def test_sorted_notes_are_the_absent_and_stale_notes_by_key_after_any_changes(st
     for step, dt in steps:
         now += dt
         cabin.update(mirror, _applied(mirror, step, lambda key, spec: BoardEntry(
-            key, 1, now, ttl=spec[0], tags=spec[1])), now)
+            key, 1, now - spec[2], ttl=spec[0], tags=spec[1])), now)
         assert cabin.absent_sorted == tuple(sorted(cabin.absent.values(), key=lambda n: n.key))
         assert cabin.stale_sorted == tuple(cabin.absent[key] for key in sorted(cabin.stale))
         fresh = CabinBoard(MANIFEST, ('goal', 'safety'))
