@@ -102,9 +102,10 @@ class _Selection:
 class _Steady:
     """A cabin's last pack and what it was made of, to hand out again while that holds.
 
-    The pack's content is a function of the cabin's board selection (its `version`),
-    its events and their absent notes, its map window and the map's missing entries,
-    and its items' content: while all are the same, so are the digest, missing and notes.
+    Its missing entries and absent notes are a function of the cabin's board keys and
+    notes (its `version`), its events and their absent notes, its map window and the
+    map's missing entries: while all are the same, so are they; and with the same
+    items' content, the same digest.
     """
 
     cabin: CabinBoard
@@ -542,14 +543,20 @@ class Assembler:
         name = selection.manifest.name
         steady = self._steady.pop(name, None)
         if steady is not None and self._holds(steady, selection, found):
-            # The same content as last tick's pack: only the items' last use moved.
+            # The same keys, events, map and notes as last tick's pack: the same missing and
+            # absent; with the same items' content the same digest (only last use moved).
             last = steady.pack
-            steady.items = found
-            steady.pack = Pack(name, tick, stamp, tuple(found), last.events, last.map_window,
-                               last.missing, last.absent_notes, last.digest, now)
-            self._encodings.carry(name)
+            if changed_positions(steady.items, found, DIGEST_SAME, DIGEST_EQUAL):
+                pack = make_pack(name, tick, stamp, found, last.events, last.map_window,
+                                 last.missing, last.absent_notes, effective=now,
+                                 encodings=self._encodings)
+            else:
+                pack = Pack(name, tick, stamp, tuple(found), last.events, last.map_window,
+                            last.missing, last.absent_notes, last.digest, now)
+                self._encodings.carry(name)
+            steady.items, steady.pack = found, pack
             self._steady[name] = steady
-            return steady.pack
+            return pack
         map_missing = dict(selection.missing)
         items = [item for item in found if item is not None]
         evicted = [] if len(items) == len(found) else [
@@ -594,8 +601,7 @@ class Assembler:
         ws = self._ws
         if selection.events and not all(map(ws.__contains__, selection.events)):
             return False
-        return (not changed_positions(steady.items, found, DIGEST_SAME, DIGEST_EQUAL)
-                and not ws.readmissions_of(chain(selection.board_sorted, selection.events)))
+        return not ws.readmissions_of(chain(selection.board_sorted, selection.events))
 
     def _evicted(self, key: str, now: float) -> AbsentNote:
         """Note a selected key that is evicted (unused for its age at effective `now` [s])."""

@@ -116,7 +116,8 @@ class CabinBoard:
     `withheld`: those keys; `absent_sorted`, `stale_sorted`: the absent and the stale
     keys' notes sorted by key, kept across ticks. `touched` are the keys whose served entry
     came, went or changed in the last `update` (everything after a start over). `version`
-    grows whenever any of these changes: the same version, the same selection.
+    grows whenever a key comes to or leaves any of these, or its note changes: the same
+    version, the same keys and notes (a served key's new entry leaves it as it is).
     """
 
     def __init__(self, manifest: Manifest, exempt_prefixes: tuple[str, ...]):
@@ -220,7 +221,6 @@ class CabinBoard:
                 return False
         self.served[key] = entry
         self.touched.add(key)
-        self.version += 1
         if ttl > 0.0:
             self._timed[key] = entry
             self._pushed += 1
