@@ -14,8 +14,21 @@ MANIFEST = Manifest.from_dict('monitor', {'board_keys': ['sensor:*', 'door:*'],
 changes = st.lists(st.tuples(
     st.dictionaries(st.sampled_from(KEYS), st.one_of(
         st.none(), st.tuples(st.sampled_from([0.0, 0.3, 2.0]),
-                             st.sampled_from([(), ('energy',), ('charging',)])))),
+                             st.sampled_from([(), ('energy',), ('charging',)]),
+                             st.sampled_from([0.0, 0.0, 0.5])))),   # age on arrival [s]
     st.sampled_from([0.1, 0.5, 1.0])), min_size=1, max_size=20)
+
+
+def _applied(mirror, step, entry):
+    """Apply one step (key -> spec, None: removed) to `mirror`; return it as a cabin update."""
+    update = {}
+    for key, spec in step.items():
+        if spec is None:
+            mirror.pop(key, None)
+            update[key] = None
+        else:
+            mirror[key] = update[key] = entry(key, spec)
+    return update
 
 
 @settings(max_examples=120, deadline=None)
@@ -25,14 +38,8 @@ def test_sorted_notes_are_the_absent_and_stale_notes_by_key_after_any_changes(st
     cabin.update(mirror, None, now)
     for step, dt in steps:
         now += dt
-        update = {}
-        for key, spec in step.items():
-            if spec is None:
-                mirror.pop(key, None)
-                update[key] = None
-            else:
-                mirror[key] = update[key] = BoardEntry(key, 1, now, ttl=spec[0], tags=spec[1])
-        cabin.update(mirror, update, now)
+        cabin.update(mirror, _applied(mirror, step, lambda key, spec: BoardEntry(
+            key, 1, now - spec[2], ttl=spec[0], tags=spec[1])), now)
         assert cabin.absent_sorted == tuple(sorted(cabin.absent.values(), key=lambda n: n.key))
         assert cabin.stale_sorted == tuple(cabin.absent[key] for key in sorted(cabin.stale))
         fresh = CabinBoard(MANIFEST, ('goal', 'safety'))
@@ -77,4 +84,53 @@ def test_short_lived_keys_no_cabin_selects_leave_no_trace_once_removed():
         del mirror[key]
         cabin.update(mirror, {key: None}, float(n) + 0.5)
     # Private bookkeeping on purpose: nothing public grows with keys a cabin never serves.
-    assert len(cabin._kinds) == 0 and len(cabin._goal_names) == 0
+    assert len(cabin._kinds) == 0 and len(cabin._goal_names) == 0 and len(cabin._quiet) == 0
+
+
+PLANNER = Manifest.from_dict('planner', {'board_keys': ['goal:*', 'door:*', 'pose'],
+                                         'tags': {'exclude': ['charging'], 'from_goal': 'goal:*'},
+                                         'drop': ['door:d2']})
+PLANNER_KEYS = ('goal:a', 'goal:b', 'door:d1', 'door:d2', 'pose', 'det:1', 'det:2', 'other:x')
+GOAL_VALUES = ({'tags': ['delivery']}, {'tags': ['energy']}, {'x': 1}, 3)
+planner_steps = st.lists(st.tuples(
+    st.dictionaries(st.sampled_from(PLANNER_KEYS), st.one_of(
+        st.none(), st.tuples(st.sampled_from(GOAL_VALUES), st.sampled_from([0.0, 0.25, 1.0]),
+                             st.sampled_from([(), ('energy',), ('delivery',), ('charging',)]))),
+        max_size=3),
+    st.sampled_from([0.01, 0.05, 0.3])), min_size=1, max_size=40)
+
+
+def _facts(cabin):
+    return (cabin.include, dict(cabin.served), cabin.served_sorted, cabin.absent_sorted,
+            cabin.stale_sorted, dict(cabin.withheld))
+
+
+@settings(max_examples=150, deadline=None)
+@given(planner_steps)
+def test_ticks_whose_changes_concern_the_cabin_in_no_way_keep_what_a_start_over_finds(steps):
+    # Keys it never selects change on most ticks (the quiet path), its goals' tags run out.
+    cabin, mirror, now = CabinBoard(PLANNER, ('goal', 'safety')), {}, 0.0
+    cabin.update(mirror, None, now)
+    for step, dt in steps:
+        now += dt
+        cabin.update(mirror, _applied(mirror, step, lambda key, spec: BoardEntry(
+            key, spec[0], now, ttl=spec[1], tags=spec[2])), now)
+        fresh = CabinBoard(PLANNER, ('goal', 'safety'))
+        fresh.update(mirror, None, now)
+        assert _facts(cabin) == _facts(fresh)
+
+
+def test_a_goals_tags_run_out_with_its_ttl_while_only_other_keys_change():
+    goal = BoardEntry('goal:a', {'tags': ['delivery']}, 0.0, ttl=1.0)
+    door = BoardEntry('door:d1', 1, 0.0, tags=('energy',))
+    mirror = {'goal:a': goal, 'door:d1': door}
+    cabin = CabinBoard(PLANNER, ('goal', 'safety'))
+    cabin.update(mirror, None, 0.0)
+    seen = []
+    for n in range(1, 30):   # other:x is no key of the cabin: each tick is a quiet one
+        mirror['other:x'] = entry = BoardEntry('other:x', n, n * 0.05)
+        cabin.update(mirror, {'other:x': entry}, n * 0.05)
+        seen.append((cabin.include, 'door:d1' in cabin.served))
+    # While the goal is fresh only its tags pass; once stale, the door's energy tag does too.
+    assert seen[9] == (frozenset({'delivery'}), False)
+    assert seen[-1] == (frozenset(), True)

@@ -31,7 +31,8 @@ from working_memory.core.board import BoardChanges, BoardSnapshot, BoardView
 from working_memory.core.checks import is_finite_number
 from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import EvictionRecord, PyWorkingSet, Settlement
-from working_memory.core.frames import (AbsentNote, Frame, ItemEncodings, Pack, freeze_window,
+from working_memory.core.frames import (AbsentNote, DIGEST_EQUAL, DIGEST_SAME, Frame,
+                                        ItemEncodings, Pack, changed_positions, freeze_window,
                                         make_frame, make_pack)
 from working_memory.core.gridmap import GridMap, MapWindow, as_point
 from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason, Source
@@ -92,6 +93,29 @@ class _Selection:
     # Missing entries other than the stale keys' (made from stale_notes when the pack is).
     missing: dict[str, Missing] = field(default_factory=dict)
     map_window: MapWindow | None = None
+    cabin: CabinBoard | None = None
+    # Whether the missing texts may change with time or the log alone (ages, last events).
+    timely: bool = False
+
+
+@dataclass
+class _Steady:
+    """A cabin's last pack and what it was made of, to hand out again while that holds.
+
+    Its missing entries and absent notes are a function of the cabin's board keys and
+    notes (its `version`), its events and their absent notes, its map window and the
+    map's missing entries: while all are the same, so are they; and with the same
+    items' content, the same digest.
+    """
+
+    cabin: CabinBoard
+    version: int
+    events: dict[str, Event]
+    event_absent: dict[str, AbsentNote]
+    map_window: MapWindow | None
+    map_missing: dict[str, Missing]
+    items: list
+    pack: Pack
 
 
 class Assembler:
@@ -150,6 +174,7 @@ class Assembler:
         # Map windows cut last tick and this tick (see _kept).
         self._windows: dict[tuple, tuple] = {}
         self._windows_used: dict[tuple, tuple] = {}
+        self._steady: dict[str, _Steady] = {}   # cabin name -> its last steady pack
 
     @property
     def manifests(self) -> dict[str, Manifest]:
@@ -163,6 +188,7 @@ class Assembler:
         with self._lock:
             self._manifests = manifests
             self._interest = _Interest(manifests, self._pose_key, self._route_key)
+            self._steady.clear()   # a cabin no longer there keeps no pack
 
     def set_limits(self, capacity: int, size_budget: int | None) -> list[EvictionRecord]:
         """Change the working set's limits between ticks; return the evictions this caused."""
@@ -276,6 +302,7 @@ class Assembler:
         selection.withheld = sorted(cabin.withheld, key=positions.__getitem__)
         selection.board_absent = cabin.absent
         selection.board_absent_sorted = cabin.absent_sorted
+        selection.cabin = cabin
         self._select_events(selection, log, now, cabin.include, cabin.exclude)
         if manifest.map.enabled and not manifest.drops.map:
             selection.map_window = self._map_window(selection, view, grid, now, robot, windows)
@@ -512,6 +539,24 @@ class Assembler:
         """Freeze one cabin's pack at ROS time `stamp`, effective time `now` [s]."""
         ws = self._ws
         found = ws.items_of(selection.board_sorted)
+        name = selection.manifest.name
+        steady = self._steady.pop(name, None)
+        if steady is not None and self._holds(steady, selection, found):
+            # The same keys, events, map and notes as last tick's pack: the same missing and
+            # absent; with the same items' content the same digest (only last use moved).
+            last = steady.pack
+            if changed_positions(steady.items, found, DIGEST_SAME, DIGEST_EQUAL):
+                pack = make_pack(name, tick, stamp, found, last.events, last.map_window,
+                                 last.missing, last.absent_notes, effective=now,
+                                 encodings=self._encodings)
+            else:
+                pack = Pack(name, tick, stamp, tuple(found), last.events, last.map_window,
+                            last.missing, last.absent_notes, last.digest, now)
+                self._encodings.carry(name)
+            steady.items, steady.pack = found, pack
+            self._steady[name] = steady
+            return pack
+        map_missing = dict(selection.missing)
         items = [item for item in found if item is not None]
         evicted = [] if len(items) == len(found) else [
             key for key, item in zip(selection.board_sorted, found) if item is None]
@@ -528,11 +573,34 @@ class Assembler:
         # Made only when some item came back (readmissions_of looks at none otherwise).
         served = chain((item.key for item in items), map(event_item_key, events))
         returned = ws.readmissions_of(served)
-        return make_pack(selection.manifest.name, tick, stamp, items, events,
+        pack = make_pack(name, tick, stamp, items, events,
                          selection.map_window, _missing_sorted(selection, now),
                          absent_sorted, effective=now,
                          readmitted=sorted(returned, key=lambda r: r.key),
                          encodings=self._encodings)
+        # Kept only when nothing in it ages or comes from outside the selection: no evicted
+        # item or event, no readmission, no stale note, no text of the log's latest events.
+        if (not evicted and len(events) == len(selection.events) and not returned
+                and not selection.stale_notes and not selection.timely):
+            self._steady[name] = _Steady(selection.cabin, selection.cabin.version,
+                                         selection.events, selection.event_absent,
+                                         selection.map_window, map_missing, found, pack)
+        return pack
+
+    def _holds(self, steady: _Steady, selection: _Selection, found: list) -> bool:
+        """Return True when `selection` and its `found` items make `steady`'s pack again."""
+        cabin = selection.cabin
+        if (steady.cabin is not cabin or steady.version != cabin.version
+                or selection.map_window is not steady.map_window
+                or selection.missing != steady.map_missing
+                or selection.events != steady.events
+                or selection.event_absent != steady.event_absent
+                or len(found) != len(steady.items) or None in found):
+            return False
+        ws = self._ws
+        if selection.events and not all(map(ws.__contains__, selection.events)):
+            return False
+        return not ws.readmissions_of(chain(selection.board_sorted, selection.events))
 
     def _evicted(self, key: str, now: float) -> AbsentNote:
         """Note a selected key that is evicted (unused for its age at effective `now` [s])."""
@@ -602,6 +670,7 @@ class Assembler:
                 continue
             absent = [note.at(now) for key, note in selection.event_absent.items()
                       if kind in (ALL_KINDS, event_item_kind(key))]
+            selection.timely = True
             stamps = [s for s in map(log.last_stamp, kinds) if s is not None]
             if not stamps:
                 why_not = f'no {kind} event logged yet'

@@ -417,9 +417,20 @@ class PyWorkingSet:
 
     def items_of(self, keys: Iterable[str]) -> list[Item | None]:
         """Return the item of each of `keys`, None where it is not present (`get` of each)."""
-        slots = self._slots
-        return [None if (slot := slots.get(key)) is None or slot[OUT] else slot[ITEM] or _item(slot)
-                for key in keys]
+        slots, items = self._slots, []
+        append = items.append
+        # One loop, no call per item: an assembler asks for every served key every tick, and
+        # each touch has dropped the slot's Item (cold, a call costs more than the tuple).
+        for key in keys:
+            slot = slots.get(key)
+            if slot is None or slot[OUT]:
+                append(None)
+                continue
+            item = slot[ITEM]
+            if item is None:
+                item = slot[ITEM] = _new(Item, slot[:SEQ])
+            append(item)
+        return items
 
     def remove(self, key: str) -> Item | None:
         """Drop `key`, present or evicted, because the truth removed it (not an eviction).

@@ -19,7 +19,7 @@ import numpy as np
 from working_memory.core.checks import check_int
 from working_memory.core.eviction import EvictionRecord, Readmission
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, Item, Missing, MissingReason, value_text
+from working_memory.core.items import Event, Item, Missing, MissingReason, Source, value_text
 from working_memory.core.timebase import epoch_time
 
 DIGEST_HEX_CHARS = 16
@@ -283,11 +283,24 @@ class ItemEncodings:
             if (kept is None or kept[0] is not item[1] or kept[1] is not item[2]
                     or kept[2] != item[3] or kept[3] != item[4] or kept[4] != item[6]
                     or kept[5] != item[7]):
+                text = _item_encoding(item)
+                # _framed, without its call (cold, a call per changed item shows).
                 kept = (item[1], item[2], item[3], item[4], item[6], item[7],
-                        _framed(_item_encoding(item)))
+                        len(text).to_bytes(8, 'little') + text)
             used[key] = kept
             append(kept[6])
         return parts
+
+    def carry(self, group: str) -> None:
+        """Keep the group's last item list and its items' encodings through this tick.
+
+        For a pack handed out again without a digest made (its content the same): its
+        encodings then stay for the tick its content changes.
+        """
+        last = self._groups_used.get(group) or self._groups.get(group)
+        if last is not None:
+            self._groups_used[group] = last
+            self._used.update(zip(map(_item_key, last.items), last.kept))
 
     def rest(self, map_window: MapWindow | None, missing: tuple[Missing, ...]) -> tuple:
         """Return the canonical JSON of a pack's map shape and missing list, kept while same.
@@ -326,6 +339,8 @@ class ItemEncodings:
 
 
 _JSON_BOOLS = {True: 'true', False: 'false'}
+# A source's JSON text, looked up (an enum's value is two Python calls per item).
+_SOURCE_JSON = {source: encode_basestring_ascii(source.value) for source in Source}
 
 
 def _item_encoding(item: Item) -> bytes:
@@ -345,7 +360,7 @@ def _item_encoding(item: Item) -> bytes:
             text = None
         if text is not None:
             return (f'[{encode_basestring_ascii(key)},{text},'
-                    f'{encode_basestring_ascii(source.value)},{importance!r},{stamp!r},'
+                    f'{_SOURCE_JSON[source]},{importance!r},{stamp!r},'
                     f'{_JSON_BOOLS[stale]},{_JSON_BOOLS[exempt]}]').encode()
     return _canonical([key, value, source.value, importance, stamp, stale, exempt])
 
