@@ -22,9 +22,17 @@ def test_a_steady_over_capacity_selection_publishes_evictions_in_its_first_tick_
         [BoardEntry('goal:deliver', {'to': 'dock'}, 0.0)] + readings, 0.0))
     first = probe.wait_frame(lambda f: 'goal:deliver' in planner_keys(f))
     probe.wait_frame(lambda f: f.tick >= first.tick + STEADY_TICKS)
-    # One batch: the tick that settled the selection, all its evictions together.
+    # One batch: the tick that settled the selection, all its evictions together. Under load the
+    # probe's keep-last reader may have been handed a later frame first: the node's retained
+    # packs say which tick first held the goal.
     (batch,) = probe.batches
-    assert batch.tick == first.tick and len(batch.evictions) == 5
+    assert batch.tick <= first.tick and len(batch.evictions) == 5
+
+    def held(tick):
+        answer = probe.assemble('planner', tick)
+        assert answer.success, answer.message
+        return 'goal:deliver' in {item.key for item in answer.pack.items}
+    assert held(batch.tick) and (batch.tick == 1 or not held(batch.tick - 1))
     assert all(e.reason == Eviction.CAPACITY and e.tick == batch.tick for e in batch.evictions)
     assert batch.readmitted == []
     evicted = {e.key for e in batch.evictions}
