@@ -1,11 +1,12 @@
 """A frame's wire bytes are rclpy's serialization of the frame's message, cached or not."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rclpy.serialization import deserialize_message, serialize_message
 
-from working_memory.core.frames import make_frame, make_pack
+from working_memory.core.frames import freeze_window, make_frame, make_pack
 from working_memory.core.frozen import deep_freeze
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason, Source
@@ -155,3 +156,62 @@ def test_kept_item_sections_over_ticks_serialize_as_a_fresh_encoder_does(ticks, 
         frame = make_frame(number, stamp, packs)
         assert wire.frame(frame, 'map') == encoder().frame(frame, 'map')
     assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
+
+
+# Frozen, as the assembler's windows are: packs of many ticks share one.
+WINDOWS = [freeze_window(MapWindow(np.arange(n * 3, dtype=np.int8).reshape(n, 3),
+                                   (0.5 * n, -1.0), 0.05)) for n in (1, 2)]
+EVENTS = [Event(1.0 + seq, EventKind.ACTION, 'src', f'e{seq}', {'n': seq}, 0.5, ('t',), seq=seq)
+          for seq in range(4)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 2), st.sampled_from(
+           ['item', 'window', 'events', 'missing', 'cabin'])), max_size=3), min_size=2,
+           max_size=10),
+       st.lists(st.booleans(), min_size=10, max_size=10),
+       st.lists(st.sampled_from(['map', 'odom']), min_size=10, max_size=10))
+def test_packs_repeated_over_ticks_serialize_as_a_fresh_encoder_does(ticks, inline, map_frames):
+    # Each tick makes every pack anew at a new tick and stamp; most parts repeat (the very
+    # window and event objects, equal missing entries, items of the same content), a few
+    # change: a repeated pack comes from kept segments, a changed one must not.
+    wire = encoder()
+    state = {cabin: {'item': 0, 'window': 0, 'events': 0, 'missing': 0, 'cabin': 0}
+             for cabin in range(3)}
+    for number, changes in enumerate(ticks):
+        stamp = 10.0 + number * 0.01
+        for cabin, part in changes:
+            state[cabin][part] += 1
+        packs = []
+        for cabin, held in state.items():
+            items = [Item(f'k{slot}', held['item'] if slot == 0 else 'same', Source.BOARD, 0.5,
+                          1.0, stamp) for slot in range(cabin + 1)]
+            window = (None, *WINDOWS)[held['window'] % 3]
+            events = EVENTS[:held['events'] % 5]
+            missing = [Missing(f'm{n}', MissingReason.STALE, f'{held["missing"] % 2}')
+                       for n in range(held['missing'] % 3)]
+            packs.append(make_pack(f'c{cabin}' + 'x' * (held['cabin'] % 2), number, stamp, items,
+                                   events, window, missing, effective=stamp))
+        frame = make_frame(number, stamp, packs)
+        ours = wire.frame(frame, map_frames[number], None, inline[number])
+        assert ours == encoder().frame(frame, map_frames[number], None, inline[number])
+    assert_same_wire(ours, frame, map_frames[number], None, inline[number])
+
+
+def test_a_repeated_pack_is_written_from_kept_segments(monkeypatch):
+    def pack(tick, detail):
+        return make_pack('planner', tick, 5.0 + tick, [Item('goal', 'dock', Source.BOARD, 1.0,
+                                                              1.0, 5.0 + tick, exempt=True)],
+                         EVENTS[:2], WINDOWS[1], [Missing('m', MissingReason.STALE, detail)],
+                         effective=5.0 + tick)
+    wire = encoder()
+    wire.frame(make_frame(1, 6.0, [pack(1, 'old')]), 'map')
+
+    def refuse(*_):
+        raise AssertionError('a repeated pack was encoded again')
+    for name in ('_map', '_event_bytes', '_missing_bytes', '_item_bytes'):
+        monkeypatch.setattr(wire, name, refuse)
+    frame = make_frame(2, 7.0, [pack(2, 'old')])
+    assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
+    with pytest.raises(AssertionError, match='encoded again'):
+        wire.frame(make_frame(3, 8.0, [pack(3, 'new')]), 'map')

@@ -41,8 +41,10 @@ _U64 = struct.Struct('<Q')
 _ITEM_TAIL = struct.Struct('<diI??')
 _ITEM_TIME_FROM_END = 10   # last_used starts 10 bytes before a WorkingItem's end
 _ITEM_FLAGS = 2            # and the two bools after it end the item
-# MapMetaData from its map_load_time: Time, float32 resolution, uint32 width, uint32 height.
-_MAP_META = struct.Struct('<iIfII')
+# MapMetaData after its map_load_time (a Time): float32 resolution, uint32 width, height.
+_MAP_SIZE = struct.Struct('<fII')
+# The MapMetaData and Pose of a pack without a window: all zeros but orientation w = 1.
+_NO_MAP = bytes(20)
 # Pose: position x, y, z then orientation x, y, z, w (float64 each).
 _POSE = struct.Struct('<7d')
 _ZEROS = bytes(8)
@@ -108,6 +110,54 @@ class Writer:
     def getvalue(self) -> bytes:
         """Return the whole serialized message, encapsulation header first."""
         return b''.join(self.parts)
+
+
+class _Segments(Writer):
+    """A Writer that leaves out the tick's times: the bytes between them, as segments."""
+
+    __slots__ = ('cuts',)
+
+    def __init__(self, phase: int):
+        super().__init__()
+        self.parts, self.offset, self.cuts = [], phase, []
+
+    def time(self, alignment: int = 4) -> None:
+        """Leave out an 8-byte tick-dependent field (a Time, or a uint64 `alignment` 8)."""
+        self.align(alignment)
+        self.cuts.append(b''.join(self.parts))
+        self.parts = []
+        self.offset += 8
+
+    def segments(self) -> list[bytes]:
+        """Return the bytes before, between and after the times left out."""
+        return self.cuts + [b''.join(self.parts)]
+
+
+class _Tail:
+    """A pack's bytes from its nearby_map to its missing items, kept while their sources hold.
+
+    Those bytes depend on the tick only through its time (the map's header and load
+    time), so while the window is the very object, the events the very objects and the
+    missing entries equal (key, reason, detail), they are their kept segments joined by
+    the tick's time; kept per start phase (offset modulo 8).
+    """
+
+    __slots__ = ('frame_id', 'inline', 'window', 'events', 'missing', 'by_phase',
+                 'event_pieces')
+
+    def __init__(self, frame_id: bytes, inline: bool, pack: Pack):
+        self.frame_id, self.inline = frame_id, inline
+        self.window, self.events, self.missing = pack.map_window, pack.events, pack.missing
+        self.by_phase: dict[int, tuple[list[bytes], int]] = {}
+        self.event_pieces: dict[int, _Piece] = {}
+
+    def holds(self, frame_id: bytes, inline: bool, pack: Pack) -> bool:
+        """Return True when `pack` (under `frame_id`, `inline`) has this tail's sources."""
+        events = pack.events
+        return (pack.map_window is self.window and frame_id == self.frame_id
+                and inline == self.inline and len(events) == len(self.events)
+                and all(map(operator.is_, events, self.events))
+                and pack.missing == self.missing)
 
 
 class _Piece:
@@ -201,6 +251,13 @@ class FrameEncoder:
         # cabin -> its last item section (see _items_of), this frame's and the last's.
         self._sections: dict[str, _Section] = {}
         self._sections_used: dict[str, _Section] = {}
+        # (phase, frame_id, cabin, item count) -> a pack's segments around its stamp and
+        # tick up to its items, and their length; this frame's and the last's.
+        self._heads: dict[tuple, tuple[bytes, bytes, bytes, int]] = {}
+        self._heads_used: dict[tuple, tuple[bytes, bytes, bytes, int]] = {}
+        # cabin -> its last pack's tail (see _Tail), this frame's and the last's.
+        self._tails: dict[str, _Tail] = {}
+        self._tails_used: dict[str, _Tail] = {}
 
     # -- frames ---------------------------------------------------------------
 
@@ -236,6 +293,8 @@ class FrameEncoder:
         self._used = set()
         self._missing_kept, self._missing_used = self._missing_used, {}
         self._sections, self._sections_used = self._sections_used, {}
+        self._heads, self._heads_used = self._heads_used, {}
+        self._tails, self._tails_used = self._tails_used, {}
         if len(self._strings) > 4 * (len(used_items) + len(used_events)) + 256:
             self._strings = {}
         return writer.getvalue()
@@ -250,22 +309,61 @@ class FrameEncoder:
 
     def _pack(self, writer: Writer, pack: Pack, frame_id: bytes, used_items: dict,
               used_events: dict, inline_window: bool = True) -> None:
-        stamp = nanoseconds(pack.stamp)
-        writer.header(stamp, frame_id)
-        writer.put(_U64.pack(pack.tick), 8)
-        writer.string(self._string(pack.cabin))
-        writer.count(len(pack.items))
-        self._items_of(writer, pack, used_items, stamp)
-        window = pack.map_window
-        self._map(writer, window if inline_window else None, stamp, frame_id)
-        writer.string(self._string('') if window is None else self._window(window)[2])
-        writer.count(len(pack.events))
-        for event in pack.events:
-            writer.put(self._cached(self._events, used_events, event.seq, (event,),
-                                    writer.offset, self._event_bytes))
-        writer.count(len(pack.missing))
-        self._missing(writer, pack.missing)
+        # Only the stamp, the tick and the items' last_used depend on the tick alone: the
+        # rest is kept segments (head, item section, tail) joined by them.
+        tick_time = _TIME.pack(*nanoseconds(pack.stamp))
+        head = self._head(writer.offset % 8, frame_id, pack.cabin, len(pack.items))
+        writer.parts += (head[0], tick_time, head[1], _U64.pack(pack.tick), head[2])
+        writer.offset += head[3]
+        self._items_of(writer, pack, used_items, tick_time)
+        segments, length = self._tail(writer.offset % 8, pack, frame_id, inline_window,
+                                      used_events)
+        writer.parts.append(tick_time.join(segments))
+        writer.offset += length
         writer.string(self._string(pack.digest))
+
+    def _head(self, phase: int, frame_id: bytes, cabin: str,
+              count: int) -> tuple[bytes, bytes, bytes, int]:
+        """Return a pack's bytes up to its items as (before stamp, before tick, after, length)."""
+        key = (phase, frame_id, cabin, count)
+        head = self._heads_used.get(key) or self._heads.get(key)
+        if head is None:
+            piece = _Segments(phase)
+            piece.time()
+            piece.string(frame_id)
+            piece.time(8)
+            piece.string(self._string(cabin))
+            piece.count(count)
+            head = (*piece.segments(), piece.offset - phase)
+        self._heads_used[key] = head
+        return head
+
+    def _tail(self, phase: int, pack: Pack, frame_id: bytes, inline_window: bool,
+              used_events: dict) -> tuple[list[bytes], int]:
+        """Return a pack's nearby_map to missing items as segments around the tick's time."""
+        tail = self._tails_used.get(pack.cabin) or self._tails.get(pack.cabin)
+        if tail is None or not tail.holds(frame_id, inline_window, pack):
+            tail = _Tail(frame_id, inline_window, pack)
+        self._tails_used[pack.cabin] = tail
+        window = pack.map_window
+        if window is not None:
+            self._window(window)
+        built = tail.by_phase.get(phase)
+        if built is None:
+            piece = _Segments(phase)
+            self._map(piece, window if inline_window else None, frame_id)
+            piece.string(self._string('') if window is None else self._window(window)[2])
+            piece.count(len(pack.events))
+            for event in pack.events:
+                piece.put(self._cached(self._events, used_events, event.seq, (event,),
+                                       piece.offset, self._event_bytes))
+            tail.event_pieces = {event.seq: used_events[event.seq] for event in pack.events}
+            piece.count(len(pack.missing))
+            self._missing(piece, pack.missing)
+            built = tail.by_phase[phase] = (piece.segments(), piece.offset - phase)
+        else:
+            used_events.update(tail.event_pieces)
+        return built
 
     @staticmethod
     def _cached(cache: dict, used: dict, key, sources: tuple, offset: int, encode) -> bytes:
@@ -280,14 +378,13 @@ class FrameEncoder:
             data = piece.by_phase[phase] = encode(*sources, phase)
         return data
 
-    def _items_of(self, writer: Writer, pack: Pack, used: dict, stamp: tuple[int, int]) -> None:
+    def _items_of(self, writer: Writer, pack: Pack, used: dict, tick_time: bytes) -> None:
         """Append a pack's WorkingItems from cached pieces, each around its last_used time."""
         # An item's bytes depend on where it starts and on its content, not on the tick: a
         # piece is kept as the bytes before last_used and the flags after it, and the time
         # (the tick's for every item served this tick) goes between them in the join.
         # Items are rebuilt every tick (last_used); their content objects are not.
         parts, offset = writer.parts, writer.offset
-        tick_time = _TIME.pack(*stamp)
         effective, items = pack.effective, pack.items
         section = self._sections_used.get(pack.cabin) or self._sections.get(pack.cabin)
         changed = None if section is None else section.changed(offset % 8, items, effective)
@@ -396,20 +493,21 @@ class FrameEncoder:
         piece.string(cdr_string(missing.detail))
         return b''.join(piece.parts[1:])
 
-    def _map(self, writer: Writer, window: MapWindow | None, stamp: tuple[int, int],
-             frame_id: bytes) -> None:
-        """Append a pack's nearby_map: the window, or an empty 0 x 0 grid without one."""
-        writer.header(stamp, frame_id)
+    def _map(self, piece: _Segments, window: MapWindow | None, frame_id: bytes) -> None:
+        """Append a pack's nearby_map, its times left out: the window, or an empty 0 x 0 grid."""
+        piece.time()
+        piece.string(frame_id)
         if window is None:
-            writer.put(_MAP_META.pack(0, 0, 0.0, 0, 0), 4)
-            writer.put(_POSE.pack(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), 8)
-            writer.count(0)
+            piece.put(_NO_MAP, 4)
+            piece.put(_POSE.pack(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), 8)
+            piece.count(0)
             return
         height, width = window.data.shape
-        writer.put(_MAP_META.pack(*stamp, window.resolution, width, height), 4)
-        writer.put(_POSE.pack(*window.origin, 0.0, 0.0, 0.0, 0.0, 1.0), 8)
-        writer.count(width * height)
-        writer.put(self._cells(window))
+        piece.time()
+        piece.put(_MAP_SIZE.pack(window.resolution, width, height), 4)
+        piece.put(_POSE.pack(*window.origin, 0.0, 0.0, 0.0, 0.0, 1.0), 8)
+        piece.count(width * height)
+        piece.put(self._cells(window))
 
     def _window(self, window: MapWindow) -> tuple[MapWindow, bytes | None, bytes]:
         """Return the cached (window, cells or None, encoded digest) of a window object."""
