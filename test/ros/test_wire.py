@@ -1,5 +1,7 @@
 """A frame's wire bytes are rclpy's serialization of the frame's message, cached or not."""
 
+import struct
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,6 +13,7 @@ from working_memory.core.frozen import deep_freeze
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason, Source
 from working_memory.ros import conversions as conv
+from working_memory.ros import wire as wire_module
 from working_memory.ros.wire import FrameEncoder
 
 # ROS strings are C strings of UTF-8: neither a NUL nor a lone surrogate travels in one.
@@ -200,18 +203,54 @@ def test_packs_repeated_over_ticks_serialize_as_a_fresh_encoder_does(ticks, inli
 
 def test_a_repeated_pack_is_written_from_kept_segments(monkeypatch):
     def pack(tick, detail):
-        return make_pack('planner', tick, 5.0 + tick, [Item('goal', 'dock', Source.BOARD, 1.0,
-                                                              1.0, 5.0 + tick, exempt=True)],
-                         EVENTS[:2], WINDOWS[1], [Missing('m', MissingReason.STALE, detail)],
-                         effective=5.0 + tick)
+        goal = Item('goal', 'dock', Source.BOARD, 1.0, 1.0, 5.0 + tick, exempt=True)
+        return make_pack('planner', tick, 5.0 + tick, [goal], EVENTS[:2], WINDOWS[1],
+                         [Missing('m', MissingReason.STALE, detail)], effective=5.0 + tick)
     wire = encoder()
     wire.frame(make_frame(1, 6.0, [pack(1, 'old')]), 'map')
 
     def refuse(*_):
         raise AssertionError('a repeated pack was encoded again')
-    for name in ('_map', '_event_bytes', '_missing_bytes', '_item_bytes'):
+    for name in ('_map', '_event_bytes', '_missing_bytes'):
         monkeypatch.setattr(wire, name, refuse)
+    monkeypatch.setattr(wire_module, '_item_split', refuse)
     frame = make_frame(2, 7.0, [pack(2, 'old')])
     assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
     with pytest.raises(AssertionError, match='encoded again'):
         wire.frame(make_frame(3, 8.0, [pack(3, 'new')]), 'map')
+
+
+def test_the_built_package_writes_items_in_c():
+    # CI must notice a build that silently falls back to the Python writer: this one fails then.
+    assert wire_module._frame_cdr is not None, (
+        'working_memory.core._frame_cdr is not importable: the package was imported from a '
+        'tree without the built extension (make build, pip install .)')
+    assert wire_module._item_split is wire_module._frame_cdr.item_split
+
+
+def outcome(split, *args):
+    try:
+        return split(*args)
+    except (TypeError, ValueError, struct.error) as error:
+        return type(error)
+
+
+# Lone surrogates included: str.encode refuses them, and so must the C writer.
+ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=12)
+ODD = st.one_of(st.integers(-2, 2), st.none(), st.text(max_size=2), st.floats())
+
+
+@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+@settings(max_examples=400)
+@given(ANY_TEXT, ANY_TEXT, st.sampled_from(Source),
+       st.one_of(UNIT, st.integers(0, 1), st.booleans(), st.floats(), ODD.filter(
+           lambda value: not isinstance(value, (int, float)))),
+       ODD | st.booleans(), ODD | st.booleans(), st.integers(0, 7))
+def test_the_c_item_writer_writes_what_the_python_reference_writes(key, text, source,
+                                                                   importance, stale, exempt,
+                                                                   phase):
+    # Any key and text, any importance the
+    # struct takes or refuses, flags of any truthiness, every phase.
+    item = Item(key, {}, source, importance, 1.0, 2.0, stale, exempt)
+    assert (outcome(wire_module._frame_cdr.item_split, item, text, phase)
+            == outcome(wire_module.item_split, item, text, phase))

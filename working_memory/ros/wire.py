@@ -30,6 +30,11 @@ from working_memory.core.items import (Event, EventKind, Item, Missing, MissingR
                                        value_text)
 from working_memory.core.windows import window_digest
 
+try:   # The per-item bytes in C (core/_frame_cdr.c); `item_split` below without the build.
+    from working_memory.core import _frame_cdr
+except ImportError:
+    _frame_cdr = None
+
 ENCAPSULATION = b'\x00\x01\x00\x00'   # CDR little endian, no options
 # The canonical compact strict JSON of every value text (conversions.json_text too).
 CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(',', ':'), allow_nan=False)
@@ -66,6 +71,26 @@ def cdr_string(text: str) -> bytes:
     """Return a CDR string without its alignment: uint32 length (with the NUL), UTF-8, NUL."""
     data = text.encode()
     return _U32.pack(len(data) + 1) + data + b'\x00'
+
+
+def item_split(item: Item, text: str, phase: int) -> tuple[bytes, bytes, int]:
+    """Return a WorkingItem's (bytes before last_used, stale + exempt, length [bytes]).
+
+    The item starts at `phase` (offset modulo 8); `text` is its value's text. The
+    reference of core/_frame_cdr.c's `item_split`, which the encoder calls when built.
+    """
+    piece = Writer()
+    piece.offset = phase
+    # Item fields by position: 0 key, 2 source, 3 importance, 6 stale, 7 exempt.
+    piece.string(cdr_string(item[0]))
+    piece.string(cdr_string(text))
+    piece.string(cdr_string(item[2].value))
+    piece.put(_ITEM_TAIL.pack(item[3], 0, 0, item[6], item[7]), 8)
+    data = b''.join(piece.parts[1:])
+    return data[:-_ITEM_TIME_FROM_END], data[-_ITEM_FLAGS:], len(data)
+
+
+_item_split = item_split if _frame_cdr is None else _frame_cdr.item_split
 
 
 class Writer:
@@ -433,23 +458,9 @@ class FrameEncoder:
         used[key] = piece
         split = piece.by_phase.get(phase)
         if split is None:
-            data = self._item_bytes(item, phase)
-            split = piece.by_phase[phase] = (
-                data[:-_ITEM_TIME_FROM_END], data[-_ITEM_FLAGS:], len(data))
+            # The value's text is the one its put measured (`value_text`), not encoded again.
+            split = piece.by_phase[phase] = _item_split(item, value_text(item[1]), phase)
         return piece, split
-
-    def _item_bytes(self, item: Item, phase: int) -> bytes:
-        """Return a WorkingItem's bytes starting at `phase` (offset modulo 8), last_used 0.
-
-        The value's text is the one its put measured (`value_text`), not encoded again.
-        """
-        piece = Writer()
-        piece.offset = phase
-        piece.string(cdr_string(item.key))
-        piece.string(cdr_string(value_text(item.value)))
-        piece.string(self._string(item.source.value))
-        piece.put(_ITEM_TAIL.pack(item.importance, 0, 0, item.stale, item.exempt), 8)
-        return b''.join(piece.parts[1:])
 
     def _event_bytes(self, event: Event, phase: int) -> bytes:
         piece = Writer()

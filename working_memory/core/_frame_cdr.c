@@ -1,0 +1,170 @@
+/* A WorkingItem's CDR bytes, written in C for ros/wire.py's frame encoder.
+ *
+ * In core, with the other C modules, though only ros/wire.py calls it: it writes bytes and
+ * knows nothing of ROS.
+ *
+ * Why C: every tick the encoder writes again each item whose value changed (10 of the
+ * monitor's 33 at the bench's 100 Hz); in Python each took some twenty calls (strings,
+ * alignment, the tail's struct), most of the encoder's cost per tick on a cold cache
+ * (BENCHMARKS.md, "Issue 12, fixed tick cost (sixth session)"). `item_split(item, text,
+ * phase)` returns exactly what ros/wire.py's `item_split` returns, which stays the one
+ * definition: little-endian XCDR1 from `phase` (the payload offset modulo 8), the key, the
+ * value text and the source's value each a uint32 length (counting the NUL), the UTF-8
+ * bytes and a NUL, aligned to 4; the float64 importance aligned to 8; then last_used (left
+ * out: the caller joins the tick's time there) and the stale and exempt bools. The result:
+ *   (bytes before last_used, the two flag bytes, the item's whole length [bytes])
+ * Pure: no ROS.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static PyObject *s_value;        /* "_value_": an Enum member's value, without its property */
+static PyObject *struct_error;   /* struct.error, what the reference's struct.pack raises */
+
+/* Item fields by position (core/items.py Item). */
+enum { KEY = 0, SOURCE = 2, IMPORTANCE = 3, STALE = 6, EXEMPT = 7, ITEM_FIELDS = 8 };
+
+static Py_ssize_t padding(Py_ssize_t offset, Py_ssize_t size)
+{
+    return (size - offset % size) % size;
+}
+
+static void put_u32(char *out, uint32_t value)
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = (char)((value >> (8 * i)) & 0xff);
+}
+
+/* Write a CDR string at `out + *at`, payload offset `phase + *at`: padding, length, UTF-8, NUL. */
+static void put_string(char *out, Py_ssize_t *at, Py_ssize_t phase, const char *text,
+                       Py_ssize_t size)
+{
+    Py_ssize_t pad = padding(phase + *at, 4);
+    memset(out + *at, 0, pad);
+    put_u32(out + *at + pad, (uint32_t)(size + 1));
+    memcpy(out + *at + pad + 4, text, size);
+    out[*at + pad + 4 + size] = '\0';
+    *at += pad + 4 + size + 1;
+}
+
+/* The UTF-8 of a str as the reference's str.encode() gives it; NULL with an error otherwise. */
+static const char *utf8(PyObject *text, Py_ssize_t *size, const char *what)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "%s: must be a str, got %.100s", what,
+                     Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    const char *data = PyUnicode_AsUTF8AndSize(text, size);
+    if (data && *size + 1 > (Py_ssize_t)UINT32_MAX) {
+        PyErr_Format(struct_error, "%s: too long for a CDR string", what);
+        return NULL;
+    }
+    return data;
+}
+
+static PyObject *
+item_split(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "item_split(item, text, phase)");
+        return NULL;
+    }
+    PyObject *item = args[0];
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < ITEM_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "item: must be an Item (a tuple of 8 fields)");
+        return NULL;
+    }
+    Py_ssize_t phase = PyLong_AsSsize_t(args[2]);
+    if (phase == -1 && PyErr_Occurred())
+        return NULL;
+    if (phase < 0 || phase > 7) {
+        PyErr_SetString(PyExc_ValueError, "phase: must be in 0..7");
+        return NULL;
+    }
+    Py_ssize_t key_size, text_size, source_size;
+    const char *key = utf8(PyTuple_GET_ITEM(item, KEY), &key_size, "item key");
+    if (!key)
+        return NULL;
+    const char *text = utf8(args[1], &text_size, "value text");
+    if (!text)
+        return NULL;
+    PyObject *source_value = PyObject_GetAttr(PyTuple_GET_ITEM(item, SOURCE), s_value);
+    if (!source_value)
+        return NULL;
+    PyObject *result = NULL, *before = NULL, *flags = NULL;
+    const char *source = utf8(source_value, &source_size, "item source value");
+    if (!source)
+        goto done;
+    double importance = PyFloat_AsDouble(PyTuple_GET_ITEM(item, IMPORTANCE));
+    if (importance == -1.0 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(struct_error, "required argument is not a float");
+        }
+        goto done;
+    }
+    int stale = PyObject_IsTrue(PyTuple_GET_ITEM(item, STALE));
+    int exempt = stale < 0 ? -1 : PyObject_IsTrue(PyTuple_GET_ITEM(item, EXEMPT));
+    if (exempt < 0)
+        goto done;
+    /* The offsets as the reference's Writer counts them, from `phase`. */
+    Py_ssize_t size = padding(phase, 4) + 4 + key_size + 1;
+    size += padding(phase + size, 4) + 4 + text_size + 1;
+    size += padding(phase + size, 4) + 4 + source_size + 1;
+    size += padding(phase + size, 8) + 8;
+    if (!(before = PyBytes_FromStringAndSize(NULL, size)))
+        goto done;
+    char *out = PyBytes_AS_STRING(before);
+    Py_ssize_t at = 0;
+    put_string(out, &at, phase, key, key_size);
+    put_string(out, &at, phase, text, text_size);
+    put_string(out, &at, phase, source, source_size);
+    Py_ssize_t pad = padding(phase + at, 8);
+    memset(out + at, 0, pad);
+    at += pad;
+    uint64_t bits;
+    memcpy(&bits, &importance, 8);
+    for (int i = 0; i < 8; i++)
+        out[at + i] = (char)((bits >> (8 * i)) & 0xff);
+    const char flag_bytes[2] = {(char)stale, (char)exempt};
+    if (!(flags = PyBytes_FromStringAndSize(flag_bytes, 2)))
+        goto done;
+    /* The whole item: these bytes, last_used (8) and the flags (2). */
+    result = Py_BuildValue("(OOn)", before, flags, size + 10);
+done:
+    Py_DECREF(source_value);
+    Py_XDECREF(before);
+    Py_XDECREF(flags);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"item_split", (PyCFunction)(void (*)(void))item_split, METH_FASTCALL,
+     "Return a WorkingItem's (bytes before last_used, flags, length) at a phase (see wire)."},
+    {NULL}
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "working_memory.core._frame_cdr",
+    "A WorkingItem's CDR bytes in C for the frame encoder (see ros/wire.py).", -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__frame_cdr(void)
+{
+    if (!(s_value = PyUnicode_InternFromString("_value_")))
+        return NULL;
+    PyObject *struct_module = PyImport_ImportModule("struct");
+    if (!struct_module)
+        return NULL;
+    struct_error = PyObject_GetAttrString(struct_module, "error");
+    Py_DECREF(struct_module);
+    if (!struct_error)
+        return NULL;
+    return PyModule_Create(&module_def);
+}
