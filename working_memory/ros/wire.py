@@ -270,19 +270,19 @@ class FrameEncoder:
         self._missing_kept: dict[tuple, bytes] = {}
         self._items: dict[str, _Piece] = {}
         self._events: dict[int, _Piece] = {}
-        # id(window) -> (window, its cells in C order or None until inlined, encoded digest)
+        # id(window) -> (window, its cells in C order or None until inlined, encoded digest),
+        # this frame's and the last's.
         self._windows: dict[int, tuple[MapWindow, bytes | None, bytes]] = {}
-        self._used: set[int] = set()
-        # cabin -> its last item section (see _items_of), this frame's and the last's.
+        self._windows_used: dict[int, tuple[MapWindow, bytes | None, bytes]] = {}
+        # Per cabin (dropped with the cabin, not every frame: fewer dicts made per tick):
+        # its last item section (see _items_of) and its last pack's tail (see _Tail).
         self._sections: dict[str, _Section] = {}
-        self._sections_used: dict[str, _Section] = {}
-        # (phase, frame_id, cabin, item count) -> a pack's segments around its stamp and
-        # tick up to its items, and their length; this frame's and the last's.
-        self._heads: dict[tuple, tuple[bytes, bytes, bytes, int]] = {}
-        self._heads_used: dict[tuple, tuple[bytes, bytes, bytes, int]] = {}
-        # cabin -> its last pack's tail (see _Tail), this frame's and the last's.
         self._tails: dict[str, _Tail] = {}
-        self._tails_used: dict[str, _Tail] = {}
+        # (phase, frame_id, cabin, item count) -> a pack's segments around its stamp and
+        # tick up to its items, and their length (a few per cabin: cleared when many).
+        self._heads: dict[tuple, tuple[bytes, bytes, bytes, int]] = {}
+        # The last frame's frame_id and its frame header's bytes between stamp and tick.
+        self._frame_head: tuple[bytes, bytes] = (b'', b'')
 
     # -- frames ---------------------------------------------------------------
 
@@ -297,14 +297,18 @@ class FrameEncoder:
         """
         writer = Writer()
         frame_id = self._string(map_frame)
-        stamp = nanoseconds(frame.stamp)
-        writer.header(stamp, frame_id)
-        writer.put(_U64.pack(frame.tick), 8)
+        if self._frame_head[0] != frame_id:
+            # The header starts the payload: its stamp at 0, the tick aligned after frame_id.
+            self._frame_head = (frame_id, frame_id + _ZEROS[:-(8 + len(frame_id)) % 8])
+        tick_time = _TIME.pack(*nanoseconds(frame.stamp))
+        writer.parts += (tick_time, self._frame_head[1], _U64.pack(frame.tick))
+        writer.offset = 16 + len(self._frame_head[1])
         writer.string(self._string(frame.digest))
         writer.count(len(frame.packs))
         used_items, used_events = {}, {}
         for pack in frame.packs.values():
-            self._pack(writer, pack, frame_id, used_items, used_events, inline_windows)
+            self._pack(writer, pack, frame_id, used_items, used_events, inline_windows,
+                       tick_time if pack.stamp == frame.stamp else None)
         inputs = inputs_received or {}
         writer.count(len(inputs))
         for topic, received in inputs.items():
@@ -313,13 +317,15 @@ class FrameEncoder:
         # Keep what this frame used; what it no longer holds is not coming back.
         self._items = used_items
         self._events = used_events
-        self._windows = {key: value for key, value in self._windows.items()
-                         if key in self._used}
-        self._used = set()
+        self._windows, self._windows_used = self._windows_used, {}
         self._missing_kept, self._missing_used = self._missing_used, {}
-        self._sections, self._sections_used = self._sections_used, {}
-        self._heads, self._heads_used = self._heads_used, {}
-        self._tails, self._tails_used = self._tails_used, {}
+        if len(self._sections) > len(frame.packs) or len(self._tails) > len(frame.packs):
+            self._sections = {cabin: section for cabin, section in self._sections.items()
+                              if cabin in frame.packs}
+            self._tails = {cabin: tail for cabin, tail in self._tails.items()
+                           if cabin in frame.packs}
+        if len(self._heads) > 8 * len(frame.packs) + 8:
+            self._heads = {}
         if len(self._strings) > 4 * (len(used_items) + len(used_events)) + 256:
             self._strings = {}
         return writer.getvalue()
@@ -333,10 +339,13 @@ class FrameEncoder:
         return encoded
 
     def _pack(self, writer: Writer, pack: Pack, frame_id: bytes, used_items: dict,
-              used_events: dict, inline_window: bool = True) -> None:
+              used_events: dict, inline_window: bool = True,
+              tick_time: bytes | None = None) -> None:
+        """Append a pack; `tick_time` is its stamp's bytes when the frame's stamp is its own."""
         # Only the stamp, the tick and the items' last_used depend on the tick alone: the
         # rest is kept segments (head, item section, tail) joined by them.
-        tick_time = _TIME.pack(*nanoseconds(pack.stamp))
+        if tick_time is None:
+            tick_time = _TIME.pack(*nanoseconds(pack.stamp))
         head = self._head(writer.offset % 8, frame_id, pack.cabin, len(pack.items))
         writer.parts += (head[0], tick_time, head[1], _U64.pack(pack.tick), head[2])
         writer.offset += head[3]
@@ -351,7 +360,7 @@ class FrameEncoder:
               count: int) -> tuple[bytes, bytes, bytes, int]:
         """Return a pack's bytes up to its items as (before stamp, before tick, after, length)."""
         key = (phase, frame_id, cabin, count)
-        head = self._heads_used.get(key) or self._heads.get(key)
+        head = self._heads.get(key)
         if head is None:
             piece = _Segments(phase)
             piece.time()
@@ -359,17 +368,15 @@ class FrameEncoder:
             piece.time(8)
             piece.string(self._string(cabin))
             piece.count(count)
-            head = (*piece.segments(), piece.offset - phase)
-        self._heads_used[key] = head
+            head = self._heads[key] = (*piece.segments(), piece.offset - phase)
         return head
 
     def _tail(self, phase: int, pack: Pack, frame_id: bytes, inline_window: bool,
               used_events: dict) -> tuple[list[bytes], int]:
         """Return a pack's nearby_map to missing items as segments around the tick's time."""
-        tail = self._tails_used.get(pack.cabin) or self._tails.get(pack.cabin)
+        tail = self._tails.get(pack.cabin)
         if tail is None or not tail.holds(frame_id, inline_window, pack):
-            tail = _Tail(frame_id, inline_window, pack)
-        self._tails_used[pack.cabin] = tail
+            tail = self._tails[pack.cabin] = _Tail(frame_id, inline_window, pack)
         window = pack.map_window
         if window is not None:
             self._window(window)
@@ -411,7 +418,7 @@ class FrameEncoder:
         # Items are rebuilt every tick (last_used); their content objects are not.
         parts, offset = writer.parts, writer.offset
         effective, items = pack.effective, pack.items
-        section = self._sections_used.get(pack.cabin) or self._sections.get(pack.cabin)
+        section = self._sections.get(pack.cabin)
         changed = None if section is None else section.changed(offset % 8, items, effective)
         if changed is not None:
             # Encode first, then update: a value that fails to encode leaves the section whole.
@@ -419,7 +426,6 @@ class FrameEncoder:
                 self._split(items[i], offset % 8 if i == 0 else _ITEM_PHASE, used)
                 for i in changed])
             used.update(zip(map(_KEY, section.items), section.pieces))
-            self._sections_used[pack.cabin] = section
             parts.append(tick_time.join(section.segments))
             writer.offset = offset + section.length
             return
@@ -438,7 +444,7 @@ class FrameEncoder:
                           else _TIME.pack(*nanoseconds(last_used)), split[1])
             offset += split[2]
         writer.offset = offset
-        self._sections_used[pack.cabin] = _Section(start % 8, items, pieces, splits,
+        self._sections[pack.cabin] = _Section(start % 8, items, pieces, splits,
                                                    offset - start)
 
     def _split(self, item: Item, phase: int, used: dict) -> tuple[_Piece, tuple]:
@@ -523,16 +529,16 @@ class FrameEncoder:
     def _window(self, window: MapWindow) -> tuple[MapWindow, bytes | None, bytes]:
         """Return the cached (window, cells or None, encoded digest) of a window object."""
         key = id(window)
-        self._used.add(key)
-        cached = self._windows.get(key)
+        cached = self._windows_used.get(key) or self._windows.get(key)
         if cached is None or cached[0] is not window:
-            cached = self._windows[key] = (window, None, cdr_string(window_digest(window)))
+            cached = (window, None, cdr_string(window_digest(window)))
+        self._windows_used[key] = cached
         return cached
 
     def _cells(self, window: MapWindow) -> bytes:
         """Return the window's cells in C order, copied once per window object."""
         cached = self._window(window)
         if cached[1] is None:
-            cached = self._windows[id(window)] = (
+            cached = self._windows_used[id(window)] = (
                 window, np.ascontiguousarray(window.data).tobytes(), cached[2])
         return cached[1]
