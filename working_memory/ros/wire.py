@@ -444,8 +444,7 @@ class FrameEncoder:
                           else _TIME.pack(*nanoseconds(last_used)), split[1])
             offset += split[2]
         writer.offset = offset
-        self._sections[pack.cabin] = _Section(start % 8, items, pieces, splits,
-                                                   offset - start)
+        self._sections[pack.cabin] = _Section(start % 8, items, pieces, splits, offset - start)
 
     def _split(self, item: Item, phase: int, used: dict) -> tuple[_Piece, tuple]:
         """Return an item's piece and its (bytes before last_used, flags, length) at `phase`."""
