@@ -213,7 +213,7 @@ def test_a_repeated_pack_is_written_from_kept_segments(monkeypatch):
         raise AssertionError('a repeated pack was encoded again')
     for name in ('_map', '_event_bytes', '_missing_bytes'):
         monkeypatch.setattr(wire, name, refuse)
-    monkeypatch.setattr(wire_module, '_item_split', refuse)
+    monkeypatch.setattr(wire_module, '_item_pieces', refuse)
     frame = make_frame(2, 7.0, [pack(2, 'old')])
     assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
     with pytest.raises(AssertionError, match='encoded again'):
@@ -226,6 +226,7 @@ def test_the_built_package_writes_items_in_c():
         'working_memory.core._frame_cdr is not importable: the package was imported from a '
         'tree without the built extension (make build, pip install .)')
     assert wire_module._item_split is wire_module._frame_cdr.item_split
+    assert wire_module._item_pieces is wire_module._frame_cdr.item_pieces
 
 
 def outcome(split, *args):
@@ -254,3 +255,53 @@ def test_the_c_item_writer_writes_what_the_python_reference_writes(key, text, so
     item = Item(key, {}, source, importance, 1.0, 2.0, stale, exempt)
     assert (outcome(wire_module._frame_cdr.item_split, item, text, phase)
             == outcome(wire_module.item_split, item, text, phase))
+
+
+VALUES = [{'a': 1}, 'text', 1, 1.0, True, None]   # 1, 1.0 and True equal, encoded apart
+
+
+def held(pairs):
+    """Return (piece, split) pairs as comparable values: the very objects, phases, splits."""
+    return [(tuple(map(id, piece[:2])), piece[2:5], piece[5], split) for piece, split in pairs]
+
+
+@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5),
+                                             st.sampled_from(Source),
+                                             st.sampled_from([0.5, 1, 1.0, True]),
+                                             st.booleans(), st.booleans()), max_size=5),
+                          st.integers(0, 7), st.booleans()), min_size=1, max_size=6))
+def test_the_c_item_pieces_reuse_and_make_what_the_python_reference_does(calls):
+    # Over calls the two keep their own used/kept dicts (swapped as a frame ends): equal
+    # pieces reused or made anew, equal splits, equal dicts after every call.
+    mine = {'used': {}, 'kept': {}}
+    theirs = {'used': {}, 'kept': {}}
+    for specs, phase, swap in calls:
+        items = tuple(Item(f'k{key}', VALUES[value], source, importance, 1.0, 2.0, stale,
+                           exempt) for key, value, source, importance, stale, exempt in specs)
+        positions = range(len(items))[::2] if swap else range(len(items))
+        for state, pieces in ((mine, wire_module._frame_cdr.item_pieces),
+                              (theirs, wire_module.item_pieces)):
+            state['out'] = pieces(items, positions, phase, state['used'], state['kept'],
+                                  conv.json_text)
+            if swap:
+                state['kept'], state['used'] = state['used'], {}
+        assert held(mine['out']) == held(theirs['out'])
+        for name in ('used', 'kept'):
+            assert held((piece, None) for piece in mine[name].values()) == held(
+                (piece, None) for piece in theirs[name].values())
+            assert list(mine[name]) == list(theirs[name])
+
+
+@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+def test_the_c_item_pieces_refuse_bad_input_clearly():
+    item = Item('k', 1, Source.BOARD, 0.5, 1.0, 2.0)
+    with pytest.raises(IndexError, match='out of the items'):
+        wire_module._frame_cdr.item_pieces((item,), [1], 0, {}, {}, conv.json_text)
+    with pytest.raises(ValueError, match='phase'):
+        wire_module._frame_cdr.item_pieces((item,), [0], 8, {}, {}, conv.json_text)
+    with pytest.raises(TypeError, match='Item'):
+        wire_module._frame_cdr.item_pieces(((1, 2),), [0], 0, {}, {}, conv.json_text)
+    with pytest.raises(TypeError, match='kept piece'):
+        wire_module._frame_cdr.item_pieces((item,), [0], 0, {'k': (1,)}, {}, conv.json_text)

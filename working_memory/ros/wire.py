@@ -93,6 +93,38 @@ def item_split(item: Item, text: str, phase: int) -> tuple[bytes, bytes, int]:
 _item_split = item_split if _frame_cdr is None else _frame_cdr.item_split
 
 
+def item_pieces(items: tuple, positions, phase: int, used: dict, kept: dict,
+                text_of) -> list[tuple[tuple, tuple]]:
+    """Return the (piece, split) of `items` at `positions`, reusing kept pieces.
+
+    A piece is (value, source, importance, stale, exempt, {phase: split}); a key's piece
+    in `used` (else `kept`) is reused while it holds the very value and source and equal
+    importance and flags, and is put in `used` either way. A split is `item_split`'s, made
+    once per piece and phase with `text_of(value)`: the item at position 0 starts at
+    `phase`, every later one at phase 2. The reference of core/_frame_cdr.c's.
+    """
+    pairs = []
+    for position in positions:
+        # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 6 stale, 7 exempt.
+        # The value must be the very object (1, 1.0 and True are equal but encode apart).
+        item = items[position]
+        piece = used.get(item[0]) or kept.get(item[0])
+        if piece is None or not (piece[0] is item[1] and piece[1] is item[2]
+                                 and piece[2] == item[3] and piece[3] == item[6]
+                                 and piece[4] == item[7]):
+            piece = (item[1], item[2], item[3], item[6], item[7], {})
+        used[item[0]] = piece
+        at = phase if position == 0 else _ITEM_PHASE
+        split = piece[5].get(at)
+        if split is None:
+            split = piece[5][at] = _item_split(item, text_of(item[1]), at)
+        pairs.append((piece, split))
+    return pairs
+
+
+_item_pieces = item_pieces if _frame_cdr is None else _frame_cdr.item_pieces
+
+
 class Writer:
     """Append CDR pieces, tracking the payload offset that alignment is counted from."""
 
@@ -268,7 +300,7 @@ class FrameEncoder:
         # (key, reason, detail, phase) -> a MissingItem's bytes, this frame's and the last's.
         self._missing_used: dict[tuple, bytes] = {}
         self._missing_kept: dict[tuple, bytes] = {}
-        self._items: dict[str, _Piece] = {}
+        self._items: dict[str, tuple] = {}   # key -> its piece (see item_pieces)
         self._events: dict[int, _Piece] = {}
         # id(window) -> (window, its cells in C order or None until inlined, encoded digest),
         # this frame's and the last's.
@@ -422,16 +454,17 @@ class FrameEncoder:
         changed = None if section is None else section.changed(offset % 8, items, effective)
         if changed is not None:
             # Encode first, then update: a value that fails to encode leaves the section whole.
-            section.update(items, changed, offset % 8, [
-                self._split(items[i], offset % 8 if i == 0 else _ITEM_PHASE, used)
-                for i in changed])
+            # The value's text is the one its put measured (`value_text`), not encoded again.
+            if changed:
+                section.update(items, changed, offset % 8, _item_pieces(
+                    items, changed, offset % 8, used, self._items, value_text))
             used.update(zip(map(_KEY, section.items), section.pieces))
-            parts.append(tick_time.join(section.segments))
+            parts.append(tick_time.join(section.joinable()))
             writer.offset = offset + section.length
             return
         start, pieces, splits = offset, [], []
-        for item in items:
-            piece, split = self._split(item, offset % 8, used)
+        for item, (piece, split) in zip(items, _item_pieces(
+                items, range(len(items)), offset % 8, used, self._items, value_text)):
             pieces.append(piece)
             splits.append(split)
             # Item fields by position: 5 last_used.
@@ -445,27 +478,6 @@ class FrameEncoder:
             offset += split[2]
         writer.offset = offset
         self._sections[pack.cabin] = _Section(start % 8, items, pieces, splits, offset - start)
-
-    def _split(self, item: Item, phase: int, used: dict) -> tuple[_Piece, tuple]:
-        """Return an item's piece and its (bytes before last_used, flags, length) at `phase`."""
-        # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 6 stale, 7 exempt.
-        # The value must be the very object (1, 1.0 and True are equal but encode apart).
-        key = item[0]
-        piece = used.get(key) or self._items.get(key)
-        if piece is not None:
-            sources = piece.sources
-            if not (sources[0] is item[1] and sources[1] is item[2]
-                    and sources[2] == item[3] and sources[3] == item[6]
-                    and sources[4] == item[7]):
-                piece = None
-        if piece is None:
-            piece = _Piece((item[1], item[2], item[3], item[6], item[7]))
-        used[key] = piece
-        split = piece.by_phase.get(phase)
-        if split is None:
-            # The value's text is the one its put measured (`value_text`), not encoded again.
-            split = piece.by_phase[phase] = _item_split(item, value_text(item[1]), phase)
-        return piece, split
 
     def _event_bytes(self, event: Event, phase: int) -> bytes:
         piece = Writer()
