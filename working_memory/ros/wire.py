@@ -57,6 +57,9 @@ _ZEROS = bytes(8)
 # value and source (1, 2); key, importance, stale, exempt (0, 3, 6, 7) equal.
 _WIRE_SAME, _WIRE_EQUAL = (1, 2), (0, 3, 6, 7)
 _LAST_USED = operator.itemgetter(5)
+# A (piece, split) pair's parts; a split's (bytes before last_used, flags, length).
+_PIECE, _SPLIT = operator.itemgetter(0), operator.itemgetter(1)
+_BEFORE, _FLAGS, _LENGTH = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
 _KEY = operator.itemgetter(0)
 _ITEM_PHASE = 2   # where every WorkingItem after a pack's first starts (offset modulo 8)
 
@@ -278,9 +281,10 @@ class _Section:
     def joinable(self) -> list[bytes]:
         """Return the segments between the items' last_used times (made once)."""
         if self.segments is None:
-            splits = self.splits
-            self.segments = ([splits[0][0]] + [a[1] + b[0] for a, b in zip(splits, splits[1:])]
-                             + [splits[-1][1]]) if splits else [b'']
+            # Each item's flags and the next one's bytes before last_used, joined in C.
+            befores, flags = list(map(_BEFORE, self.splits)), list(map(_FLAGS, self.splits))
+            self.segments = ([befores[0], *map(operator.add, flags, befores[1:]), flags[-1]]
+                             if befores else [b''])
         return self.segments
 
 
@@ -462,22 +466,24 @@ class FrameEncoder:
             parts.append(tick_time.join(section.joinable()))
             writer.offset = offset + section.length
             return
-        start, pieces, splits = offset, [], []
-        for item, (piece, split) in zip(items, _item_pieces(
-                items, range(len(items)), offset % 8, used, self._items, value_text)):
-            pieces.append(piece)
-            splits.append(split)
+        pairs = _item_pieces(items, range(len(items)), offset % 8, used, self._items,
+                             value_text)
+        splits = list(map(_SPLIT, pairs))
+        section = self._sections[pack.cabin] = _Section(
+            offset % 8, items, list(map(_PIECE, pairs)), splits, sum(map(_LENGTH, splits)))
+        writer.offset = offset + section.length
+        if list(map(_LAST_USED, items)).count(effective) == len(items):
+            parts.append(tick_time.join(section.joinable()))
+            return
+        for item, split in zip(items, splits):
             # Item fields by position: 5 last_used.
             last_used = item[5]
             if last_used == effective:
                 parts += (split[0], tick_time, split[1])
-            else:
-                last_used = pack.ros_time(last_used)
-                parts += (split[0], tick_time if last_used == pack.stamp
-                          else _TIME.pack(*nanoseconds(last_used)), split[1])
-            offset += split[2]
-        writer.offset = offset
-        self._sections[pack.cabin] = _Section(start % 8, items, pieces, splits, offset - start)
+                continue
+            last_used = pack.ros_time(last_used)
+            parts += (split[0], tick_time if last_used == pack.stamp
+                      else _TIME.pack(*nanoseconds(last_used)), split[1])
 
     def _event_bytes(self, event: Event, phase: int) -> bytes:
         piece = Writer()
