@@ -382,40 +382,45 @@ class FrameEncoder:
         # rest is kept segments (head, item section, tail) joined by them.
         if tick_time is None:
             tick_time = _TIME.pack(*nanoseconds(pack.stamp))
-        head = self._head(writer.offset % 8, frame_id, pack.cabin, len(pack.items))
+        key = (writer.offset % 8, frame_id, pack.cabin, len(pack.items))
+        head = self._heads.get(key) or self._head(key)
         writer.parts += (head[0], tick_time, head[1], _U64.pack(pack.tick), head[2])
         writer.offset += head[3]
         self._items_of(writer, pack, used_items, tick_time)
         segments, length = self._tail(writer.offset % 8, pack, frame_id, inline_window,
                                       used_events)
-        writer.parts.append(tick_time.join(segments))
-        writer.offset += length
-        writer.string(self._string(pack.digest))
+        # The tail ends aligned for the digest string that ends the pack.
+        digest = self._strings.get(pack.digest) or self._string(pack.digest)
+        writer.parts += (tick_time.join(segments), digest)
+        writer.offset += length + len(digest)
 
-    def _head(self, phase: int, frame_id: bytes, cabin: str,
-              count: int) -> tuple[bytes, bytes, bytes, int]:
-        """Return a pack's bytes up to its items as (before stamp, before tick, after, length)."""
-        key = (phase, frame_id, cabin, count)
-        head = self._heads.get(key)
-        if head is None:
-            piece = _Segments(phase)
-            piece.time()
-            piece.string(frame_id)
-            piece.time(8)
-            piece.string(self._string(cabin))
-            piece.count(count)
-            head = self._heads[key] = (*piece.segments(), piece.offset - phase)
+    def _head(self, key: tuple) -> tuple[bytes, bytes, bytes, int]:
+        """Keep and return a pack's bytes up to its items for (phase, frame_id, cabin, count).
+
+        As (before the stamp, before the tick, after it, the length [bytes]).
+        """
+        phase, frame_id, cabin, count = key
+        piece = _Segments(phase)
+        piece.time()
+        piece.string(frame_id)
+        piece.time(8)
+        piece.string(self._string(cabin))
+        piece.count(count)
+        head = self._heads[key] = (*piece.segments(), piece.offset - phase)
         return head
 
     def _tail(self, phase: int, pack: Pack, frame_id: bytes, inline_window: bool,
               used_events: dict) -> tuple[list[bytes], int]:
-        """Return a pack's nearby_map to missing items as segments around the tick's time."""
+        """Return a pack's nearby_map to missing items as segments around the tick's time.
+
+        The last segment ends with the padding before the pack's digest string.
+        """
         tail = self._tails.get(pack.cabin)
         if tail is None or not tail.holds(frame_id, inline_window, pack):
             tail = self._tails[pack.cabin] = _Tail(frame_id, inline_window, pack)
         window = pack.map_window
-        if window is not None:
-            self._window(window)
+        if window is not None and inline_window:
+            self._window(window)   # its cells copied once while in the frames
         built = tail.by_phase.get(phase)
         if built is None:
             piece = _Segments(phase)
@@ -428,6 +433,7 @@ class FrameEncoder:
             tail.event_pieces = {event.seq: used_events[event.seq] for event in pack.events}
             piece.count(len(pack.missing))
             self._missing(piece, pack.missing)
+            piece.align(4)
             built = tail.by_phase[phase] = (piece.segments(), piece.offset - phase)
         else:
             used_events.update(tail.event_pieces)
