@@ -319,6 +319,9 @@ class FrameEncoder:
         self._heads: dict[tuple, tuple[bytes, bytes, bytes, int]] = {}
         # The last frame's frame_id and its frame header's bytes between stamp and tick.
         self._frame_head: tuple[bytes, bytes] = (b'', b'')
+        # The last frame's (phase, input topics), its inputs_received segments around the
+        # counts and their length (see _inputs_segments).
+        self._inputs: tuple = (None, [b''], 0)
 
     # -- frames ---------------------------------------------------------------
 
@@ -337,19 +340,25 @@ class FrameEncoder:
             # The header starts the payload: its stamp at 0, the tick aligned after frame_id.
             self._frame_head = (frame_id, frame_id + _ZEROS[:-(8 + len(frame_id)) % 8])
         tick_time = _TIME.pack(*nanoseconds(frame.stamp))
-        writer.parts += (tick_time, self._frame_head[1], _U64.pack(frame.tick))
-        writer.offset = 16 + len(self._frame_head[1])
-        writer.string(self._string(frame.digest))
-        writer.count(len(frame.packs))
+        # The digest (new every tick, not kept) starts aligned after the tick; its count next.
+        digest = cdr_string(frame.digest)
+        pad = _ZEROS[:-len(digest) % 4]
+        writer.parts += (tick_time, self._frame_head[1], _U64.pack(frame.tick), digest, pad,
+                         _U32.pack(len(frame.packs)))
+        writer.offset = 20 + len(self._frame_head[1]) + len(digest) + len(pad)
         used_items, used_events = {}, {}
         for pack in frame.packs.values():
             self._pack(writer, pack, frame_id, used_items, used_events, inline_windows,
                        tick_time if pack.stamp == frame.stamp else None)
         inputs = inputs_received or {}
-        writer.count(len(inputs))
-        for topic, received in inputs.items():
-            writer.string(self._string(topic))
-            writer.put(_U64.pack(received), 8)
+        key = (writer.offset % 8, tuple(inputs))
+        if self._inputs[0] != key:
+            self._inputs = (key, *self._inputs_segments(*key))
+        segments, length = self._inputs[1:]
+        for segment, received in zip(segments, inputs.values()):
+            writer.parts += (segment, _U64.pack(received))
+        writer.parts.append(segments[-1])
+        writer.offset += length
         # Keep what this frame used; what it no longer holds is not coming back.
         self._items = used_items
         self._events = used_events
@@ -367,6 +376,15 @@ class FrameEncoder:
         return writer.getvalue()
 
     # -- pieces ----------------------------------------------------------------
+
+    def _inputs_segments(self, phase: int, topics: tuple[str, ...]) -> tuple[list[bytes], int]:
+        """Return inputs_received's bytes around its uint64 counts, and their length [bytes]."""
+        piece = _Segments(phase)
+        piece.count(len(topics))
+        for topic in topics:
+            piece.string(self._string(topic))
+            piece.time(8)
+        return piece.segments(), piece.offset - phase
 
     def _string(self, text: str) -> bytes:
         encoded = self._strings.get(text)
