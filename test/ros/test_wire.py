@@ -305,3 +305,16 @@ def test_the_c_item_pieces_refuse_bad_input_clearly():
         wire_module._frame_cdr.item_pieces(((1, 2),), [0], 0, {}, {}, conv.json_text)
     with pytest.raises(TypeError, match='kept piece'):
         wire_module._frame_cdr.item_pieces((item,), [0], 0, {'k': (1,)}, {}, conv.json_text)
+
+
+def test_pieces_of_keys_gone_from_the_frames_are_not_kept_for_ever():
+    # Short-lived keys (a new one every tick) must not grow the encoder's caches.
+    wire = encoder()
+    for tick in range(600):
+        items = [Item(f'short{tick}', tick, Source.BOARD, 0.5, 1.0, float(tick)),
+                 Item('kept', 'v', Source.BOARD, 0.5, 1.0, float(tick))]
+        frame = make_frame(tick, float(tick), [make_pack('c', tick, float(tick), items, [],
+                                                         None, [], effective=float(tick))])
+        wire.frame(frame, 'map')
+    assert len(wire._items) <= 2 * 2 + 256 + 1
+    assert_same_wire(wire.frame(frame, 'map'), frame, 'map')

@@ -60,7 +60,6 @@ _LAST_USED = operator.itemgetter(5)
 # A (piece, split) pair's parts; a split's (bytes before last_used, flags, length).
 _PIECE, _SPLIT = operator.itemgetter(0), operator.itemgetter(1)
 _BEFORE, _FLAGS, _LENGTH = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
-_KEY = operator.itemgetter(0)
 _ITEM_PHASE = 2   # where every WorkingItem after a pack's first starts (offset modulo 8)
 
 
@@ -293,7 +292,8 @@ class FrameEncoder:
 
     `kind_codes` and `reason_codes` are the LogEvent and MissingItem constants of
     the message definitions (the ROS face passes them in). Cached pieces are kept
-    while the object they encode is in the latest frame; older ones are dropped.
+    while the object they encode is in the latest frame; older ones are dropped (items'
+    pieces, by key, once they are many more than a frame's items).
     """
 
     def __init__(self, kind_codes: Mapping[EventKind, int],
@@ -304,7 +304,9 @@ class FrameEncoder:
         # (key, reason, detail, phase) -> a MissingItem's bytes, this frame's and the last's.
         self._missing_used: dict[tuple, bytes] = {}
         self._missing_kept: dict[tuple, bytes] = {}
-        self._items: dict[str, tuple] = {}   # key -> its piece (see item_pieces)
+        # key -> its latest piece (see item_pieces), kept across frames: cleared when it
+        # holds many more than a frame's items (keys gone from the board).
+        self._items: dict[str, tuple] = {}
         self._events: dict[int, _Piece] = {}
         # id(window) -> (window, its cells in C order or None until inlined, encoded digest),
         # this frame's and the last's.
@@ -346,10 +348,11 @@ class FrameEncoder:
         writer.parts += (tick_time, self._frame_head[1], _U64.pack(frame.tick), digest, pad,
                          _U32.pack(len(frame.packs)))
         writer.offset = 20 + len(self._frame_head[1]) + len(digest) + len(pad)
-        used_items, used_events = {}, {}
+        used_events, items = {}, 0
         for pack in frame.packs.values():
-            self._pack(writer, pack, frame_id, used_items, used_events, inline_windows,
+            self._pack(writer, pack, frame_id, used_events, inline_windows,
                        tick_time if pack.stamp == frame.stamp else None)
+            items += len(pack.items)
         inputs = inputs_received or {}
         key = (writer.offset % 8, tuple(inputs))
         if self._inputs[0] != key:
@@ -360,8 +363,9 @@ class FrameEncoder:
         writer.parts.append(segments[-1])
         writer.offset += length
         # Keep what this frame used; what it no longer holds is not coming back.
-        self._items = used_items
         self._events = used_events
+        if len(self._items) > 2 * items + 256:
+            self._items = {}
         self._windows, self._windows_used = self._windows_used, {}
         self._missing_kept, self._missing_used = self._missing_used, {}
         if len(self._sections) > len(frame.packs) or len(self._tails) > len(frame.packs):
@@ -371,7 +375,7 @@ class FrameEncoder:
                            if cabin in frame.packs}
         if len(self._heads) > 8 * len(frame.packs) + 8:
             self._heads = {}
-        if len(self._strings) > 4 * (len(used_items) + len(used_events)) + 256:
+        if len(self._strings) > 4 * (items + len(used_events)) + 256:
             self._strings = {}
         return writer.getvalue()
 
@@ -392,8 +396,8 @@ class FrameEncoder:
             encoded = self._strings[text] = cdr_string(text)
         return encoded
 
-    def _pack(self, writer: Writer, pack: Pack, frame_id: bytes, used_items: dict,
-              used_events: dict, inline_window: bool = True,
+    def _pack(self, writer: Writer, pack: Pack, frame_id: bytes, used_events: dict,
+              inline_window: bool = True,
               tick_time: bytes | None = None) -> None:
         """Append a pack; `tick_time` is its stamp's bytes when the frame's stamp is its own."""
         # Only the stamp, the tick and the items' last_used depend on the tick alone: the
@@ -404,7 +408,7 @@ class FrameEncoder:
         head = self._heads.get(key) or self._head(key)
         writer.parts += (head[0], tick_time, head[1], _U64.pack(pack.tick), head[2])
         writer.offset += head[3]
-        self._items_of(writer, pack, used_items, tick_time)
+        self._items_of(writer, pack, tick_time)
         segments, length = self._tail(writer.offset % 8, pack, frame_id, inline_window,
                                       used_events)
         # The tail ends aligned for the digest string that ends the pack.
@@ -470,7 +474,7 @@ class FrameEncoder:
             data = piece.by_phase[phase] = encode(*sources, phase)
         return data
 
-    def _items_of(self, writer: Writer, pack: Pack, used: dict, tick_time: bytes) -> None:
+    def _items_of(self, writer: Writer, pack: Pack, tick_time: bytes) -> None:
         """Append a pack's WorkingItems from cached pieces, each around its last_used time."""
         # An item's bytes depend on where it starts and on its content, not on the tick: a
         # piece is kept as the bytes before last_used and the flags after it, and the time
@@ -485,12 +489,11 @@ class FrameEncoder:
             # The value's text is the one its put measured (`value_text`), not encoded again.
             if changed:
                 section.update(items, changed, offset % 8, _item_pieces(
-                    items, changed, offset % 8, used, self._items, value_text))
-            used.update(zip(map(_KEY, section.items), section.pieces))
+                    items, changed, offset % 8, self._items, self._items, value_text))
             parts.append(tick_time.join(section.joinable()))
             writer.offset = offset + section.length
             return
-        pairs = _item_pieces(items, range(len(items)), offset % 8, used, self._items,
+        pairs = _item_pieces(items, range(len(items)), offset % 8, self._items, self._items,
                              value_text)
         splits = list(map(_SPLIT, pairs))
         section = self._sections[pack.cabin] = _Section(
