@@ -272,13 +272,14 @@ item_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t phase = read_phase(args[2]);
     if (phase < 0)
         return NULL;
-    PyObject *items = PySequence_Fast(args[0], "items: must be a sequence");
+    /* A tuple (a pack's items are one): text_of or a field's __eq__ cannot change it. */
+    PyObject *items = PySequence_Tuple(args[0]);
     PyObject *positions = items ? PySequence_Fast(args[1], "positions: must be a sequence")
                                 : NULL;
     PyObject *result = NULL;
     if (!positions || !(result = PyList_New(0)))
         goto done;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
+    Py_ssize_t count = PyTuple_GET_SIZE(items);
     for (Py_ssize_t p = 0; p < PySequence_Fast_GET_SIZE(positions); p++) {
         Py_ssize_t at = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(positions, p));
         if (at == -1 && PyErr_Occurred())
@@ -287,7 +288,7 @@ item_pieces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             PyErr_SetString(PyExc_IndexError, "positions: out of the items' range");
             goto fail;
         }
-        PyObject *item = PySequence_Fast_GET_ITEM(items, at);
+        PyObject *item = PyTuple_GET_ITEM(items, at);
         /* Every item but a pack's first starts 2 past a multiple of 8 (see ros/wire.py). */
         PyObject *pair = check_item(item) < 0 ? NULL
                          : item_piece(item, at == 0 ? phase : ITEM_PHASE, used, kept, text_of);
