@@ -318,3 +318,19 @@ def test_pieces_of_keys_gone_from_the_frames_are_not_kept_for_ever():
         wire.frame(frame, 'map')
     assert len(wire._items) <= 2 * 2 + 256 + 1
     assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(frames(), min_size=2, max_size=3), st.booleans())
+def test_the_python_reference_writers_serialize_frames_exactly(frames_, inline):
+    # Without the C extension the encoder runs wire.item_pieces and wire.item_split.
+    built = wire_module._item_pieces, wire_module._item_split
+    wire_module._item_pieces, wire_module._item_split = (wire_module.item_pieces,
+                                                         wire_module.item_split)
+    try:
+        wire = encoder()
+        for frame in frames_ + frames_[:1]:
+            assert_same_wire(wire.frame(frame, 'map', inline_windows=inline), frame, 'map',
+                             inline_windows=inline)
+    finally:
+        wire_module._item_pieces, wire_module._item_split = built
