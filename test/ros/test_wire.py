@@ -1,15 +1,19 @@
 """A frame's wire bytes are rclpy's serialization of the frame's message, cached or not."""
 
+import struct
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rclpy.serialization import deserialize_message, serialize_message
 
-from working_memory.core.frames import make_frame, make_pack
+from working_memory.core.frames import freeze_window, make_frame, make_pack
 from working_memory.core.frozen import deep_freeze
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason, Source
 from working_memory.ros import conversions as conv
+from working_memory.ros import wire as wire_module
 from working_memory.ros.wire import FrameEncoder
 
 # ROS strings are C strings of UTF-8: neither a NUL nor a lone surrogate travels in one.
@@ -155,3 +159,178 @@ def test_kept_item_sections_over_ticks_serialize_as_a_fresh_encoder_does(ticks, 
         frame = make_frame(number, stamp, packs)
         assert wire.frame(frame, 'map') == encoder().frame(frame, 'map')
     assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
+
+
+# Frozen, as the assembler's windows are: packs of many ticks share one.
+WINDOWS = [freeze_window(MapWindow(np.arange(n * 3, dtype=np.int8).reshape(n, 3),
+                                   (0.5 * n, -1.0), 0.05)) for n in (1, 2)]
+EVENTS = [Event(1.0 + seq, EventKind.ACTION, 'src', f'e{seq}', {'n': seq}, 0.5, ('t',), seq=seq)
+          for seq in range(4)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 2), st.sampled_from(
+           ['item', 'window', 'events', 'missing', 'cabin'])), max_size=3), min_size=2,
+           max_size=10),
+       st.lists(st.booleans(), min_size=10, max_size=10),
+       st.lists(st.sampled_from(['map', 'odom']), min_size=10, max_size=10))
+def test_packs_repeated_over_ticks_serialize_as_a_fresh_encoder_does(ticks, inline, map_frames):
+    # Each tick makes every pack anew at a new tick and stamp; most parts repeat (the very
+    # window and event objects, equal missing entries, items of the same content), a few
+    # change: a repeated pack comes from kept segments, a changed one must not.
+    wire = encoder()
+    state = {cabin: {'item': 0, 'window': 0, 'events': 0, 'missing': 0, 'cabin': 0}
+             for cabin in range(3)}
+    for number, changes in enumerate(ticks):
+        stamp = 10.0 + number * 0.01
+        for cabin, part in changes:
+            state[cabin][part] += 1
+        packs = []
+        for cabin, held in state.items():
+            items = [Item(f'k{slot}', held['item'] if slot == 0 else 'same', Source.BOARD, 0.5,
+                          1.0, stamp) for slot in range(cabin + 1)]
+            window = (None, *WINDOWS)[held['window'] % 3]
+            events = EVENTS[:held['events'] % 5]
+            missing = [Missing(f'm{n}', MissingReason.STALE, f'{held["missing"] % 2}')
+                       for n in range(held['missing'] % 3)]
+            packs.append(make_pack(f'c{cabin}' + 'x' * (held['cabin'] % 2), number, stamp, items,
+                                   events, window, missing, effective=stamp))
+        frame = make_frame(number, stamp, packs)
+        ours = wire.frame(frame, map_frames[number], None, inline[number])
+        assert ours == encoder().frame(frame, map_frames[number], None, inline[number])
+    assert_same_wire(ours, frame, map_frames[number], None, inline[number])
+
+
+def test_a_repeated_pack_is_written_from_kept_segments(monkeypatch):
+    def pack(tick, detail):
+        goal = Item('goal', 'dock', Source.BOARD, 1.0, 1.0, 5.0 + tick, exempt=True)
+        return make_pack('planner', tick, 5.0 + tick, [goal], EVENTS[:2], WINDOWS[1],
+                         [Missing('m', MissingReason.STALE, detail)], effective=5.0 + tick)
+    wire = encoder()
+    wire.frame(make_frame(1, 6.0, [pack(1, 'old')]), 'map')
+
+    def refuse(*_):
+        raise AssertionError('a repeated pack was encoded again')
+    for name in ('_map', '_event_bytes', '_missing_bytes'):
+        monkeypatch.setattr(wire, name, refuse)
+    monkeypatch.setattr(wire_module, '_item_pieces', refuse)
+    frame = make_frame(2, 7.0, [pack(2, 'old')])
+    assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
+    with pytest.raises(AssertionError, match='encoded again'):
+        wire.frame(make_frame(3, 8.0, [pack(3, 'new')]), 'map')
+
+
+def test_the_built_package_writes_items_in_c():
+    # CI must notice a build that silently falls back to the Python writer: this one fails then.
+    assert wire_module._frame_cdr is not None, (
+        'working_memory.core._frame_cdr is not importable: the package was imported from a '
+        'tree without the built extension (make build, pip install .)')
+    assert wire_module._item_split is wire_module._frame_cdr.item_split
+    assert wire_module._item_pieces is wire_module._frame_cdr.item_pieces
+
+
+def outcome(split, *args):
+    try:
+        return split(*args)
+    except (TypeError, ValueError, struct.error) as error:
+        return type(error)
+
+
+# Lone surrogates included: str.encode refuses them, and so must the C writer.
+ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=12)
+ODD = st.one_of(st.integers(-2, 2), st.none(), st.text(max_size=2), st.floats())
+
+
+@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+@settings(max_examples=400)
+@given(ANY_TEXT, ANY_TEXT, st.sampled_from(Source),
+       st.one_of(UNIT, st.integers(0, 1), st.booleans(), st.floats(), ODD.filter(
+           lambda value: not isinstance(value, (int, float)))),
+       ODD | st.booleans(), ODD | st.booleans(), st.integers(0, 7))
+def test_the_c_item_writer_writes_what_the_python_reference_writes(key, text, source,
+                                                                   importance, stale, exempt,
+                                                                   phase):
+    # Any key and text, any importance the
+    # struct takes or refuses, flags of any truthiness, every phase.
+    item = Item(key, {}, source, importance, 1.0, 2.0, stale, exempt)
+    assert (outcome(wire_module._frame_cdr.item_split, item, text, phase)
+            == outcome(wire_module.item_split, item, text, phase))
+
+
+VALUES = [{'a': 1}, 'text', 1, 1.0, True, None]   # 1, 1.0 and True equal, encoded apart
+
+
+def held(pairs):
+    """Return (piece, split) pairs as comparable values: the very objects, phases, splits."""
+    return [(tuple(map(id, piece[:2])), piece[2:5], piece[5], split) for piece, split in pairs]
+
+
+@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5),
+                                             st.sampled_from(Source),
+                                             st.sampled_from([0.5, 1, 1.0, True]),
+                                             st.booleans(), st.booleans()), max_size=5),
+                          st.integers(0, 7), st.booleans()), min_size=1, max_size=6))
+def test_the_c_item_pieces_reuse_and_make_what_the_python_reference_does(calls):
+    # Over calls the two keep their own used/kept dicts (swapped as a frame ends): equal
+    # pieces reused or made anew, equal splits, equal dicts after every call.
+    mine = {'used': {}, 'kept': {}}
+    theirs = {'used': {}, 'kept': {}}
+    for specs, phase, swap in calls:
+        items = tuple(Item(f'k{key}', VALUES[value], source, importance, 1.0, 2.0, stale,
+                           exempt) for key, value, source, importance, stale, exempt in specs)
+        positions = range(len(items))[::2] if swap else range(len(items))
+        for state, pieces in ((mine, wire_module._frame_cdr.item_pieces),
+                              (theirs, wire_module.item_pieces)):
+            state['out'] = pieces(items, positions, phase, state['used'], state['kept'],
+                                  conv.json_text)
+            if swap:
+                state['kept'], state['used'] = state['used'], {}
+        assert held(mine['out']) == held(theirs['out'])
+        for name in ('used', 'kept'):
+            assert held((piece, None) for piece in mine[name].values()) == held(
+                (piece, None) for piece in theirs[name].values())
+            assert list(mine[name]) == list(theirs[name])
+
+
+@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+def test_the_c_item_pieces_refuse_bad_input_clearly():
+    item = Item('k', 1, Source.BOARD, 0.5, 1.0, 2.0)
+    with pytest.raises(IndexError, match='out of the items'):
+        wire_module._frame_cdr.item_pieces((item,), [1], 0, {}, {}, conv.json_text)
+    with pytest.raises(ValueError, match='phase'):
+        wire_module._frame_cdr.item_pieces((item,), [0], 8, {}, {}, conv.json_text)
+    with pytest.raises(TypeError, match='Item'):
+        wire_module._frame_cdr.item_pieces(((1, 2),), [0], 0, {}, {}, conv.json_text)
+    with pytest.raises(TypeError, match='kept piece'):
+        wire_module._frame_cdr.item_pieces((item,), [0], 0, {'k': (1,)}, {}, conv.json_text)
+
+
+def test_pieces_of_keys_gone_from_the_frames_are_not_kept_for_ever():
+    # Short-lived keys (a new one every tick) must not grow the encoder's caches.
+    wire = encoder()
+    for tick in range(600):
+        items = [Item(f'short{tick}', tick, Source.BOARD, 0.5, 1.0, float(tick)),
+                 Item('kept', 'v', Source.BOARD, 0.5, 1.0, float(tick))]
+        frame = make_frame(tick, float(tick), [make_pack('c', tick, float(tick), items, [],
+                                                         None, [], effective=float(tick))])
+        wire.frame(frame, 'map')
+    assert len(wire._items) <= 2 * 2 + 256 + 1
+    assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(frames(), min_size=2, max_size=3), st.booleans())
+def test_the_python_reference_writers_serialize_frames_exactly(frames_, inline):
+    # Without the C extension the encoder runs wire.item_pieces and wire.item_split.
+    built = wire_module._item_pieces, wire_module._item_split
+    wire_module._item_pieces, wire_module._item_split = (wire_module.item_pieces,
+                                                         wire_module.item_split)
+    try:
+        wire = encoder()
+        for frame in frames_ + frames_[:1]:
+            assert_same_wire(wire.frame(frame, 'map', inline_windows=inline), frame, 'map',
+                             inline_windows=inline)
+    finally:
+        wire_module._item_pieces, wire_module._item_split = built

@@ -30,6 +30,11 @@ from working_memory.core.items import (Event, EventKind, Item, Missing, MissingR
                                        value_text)
 from working_memory.core.windows import window_digest
 
+try:   # The per-item bytes in C (core/_frame_cdr.c); `item_split` below without the build.
+    from working_memory.core import _frame_cdr
+except ImportError:
+    _frame_cdr = None
+
 ENCAPSULATION = b'\x00\x01\x00\x00'   # CDR little endian, no options
 # The canonical compact strict JSON of every value text (conversions.json_text too).
 CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(',', ':'), allow_nan=False)
@@ -41,8 +46,10 @@ _U64 = struct.Struct('<Q')
 _ITEM_TAIL = struct.Struct('<diI??')
 _ITEM_TIME_FROM_END = 10   # last_used starts 10 bytes before a WorkingItem's end
 _ITEM_FLAGS = 2            # and the two bools after it end the item
-# MapMetaData from its map_load_time: Time, float32 resolution, uint32 width, uint32 height.
-_MAP_META = struct.Struct('<iIfII')
+# MapMetaData after its map_load_time (a Time): float32 resolution, uint32 width, height.
+_MAP_SIZE = struct.Struct('<fII')
+# The MapMetaData and Pose of a pack without a window: all zeros but orientation w = 1.
+_NO_MAP = bytes(20)
 # Pose: position x, y, z then orientation x, y, z, w (float64 each).
 _POSE = struct.Struct('<7d')
 _ZEROS = bytes(8)
@@ -50,7 +57,9 @@ _ZEROS = bytes(8)
 # value and source (1, 2); key, importance, stale, exempt (0, 3, 6, 7) equal.
 _WIRE_SAME, _WIRE_EQUAL = (1, 2), (0, 3, 6, 7)
 _LAST_USED = operator.itemgetter(5)
-_KEY = operator.itemgetter(0)
+# A (piece, split) pair's parts; a split's (bytes before last_used, flags, length).
+_PIECE, _SPLIT = operator.itemgetter(0), operator.itemgetter(1)
+_BEFORE, _FLAGS, _LENGTH = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
 _ITEM_PHASE = 2   # where every WorkingItem after a pack's first starts (offset modulo 8)
 
 
@@ -64,6 +73,58 @@ def cdr_string(text: str) -> bytes:
     """Return a CDR string without its alignment: uint32 length (with the NUL), UTF-8, NUL."""
     data = text.encode()
     return _U32.pack(len(data) + 1) + data + b'\x00'
+
+
+def item_split(item: Item, text: str, phase: int) -> tuple[bytes, bytes, int]:
+    """Return a WorkingItem's (bytes before last_used, stale + exempt, length [bytes]).
+
+    The item starts at `phase` (offset modulo 8); `text` is its value's text. The
+    reference of core/_frame_cdr.c's `item_split`, which the encoder calls when built.
+    """
+    piece = Writer()
+    piece.offset = phase
+    # Item fields by position: 0 key, 2 source, 3 importance, 6 stale, 7 exempt.
+    piece.string(cdr_string(item[0]))
+    piece.string(cdr_string(text))
+    piece.string(cdr_string(item[2].value))
+    piece.put(_ITEM_TAIL.pack(item[3], 0, 0, item[6], item[7]), 8)
+    data = b''.join(piece.parts[1:])
+    return data[:-_ITEM_TIME_FROM_END], data[-_ITEM_FLAGS:], len(data)
+
+
+_item_split = item_split if _frame_cdr is None else _frame_cdr.item_split
+
+
+def item_pieces(items: tuple, positions, phase: int, used: dict, kept: dict,
+                text_of) -> list[tuple[tuple, tuple]]:
+    """Return the (piece, split) of `items` at `positions`, reusing kept pieces.
+
+    A piece is (value, source, importance, stale, exempt, {phase: split}); a key's piece
+    in `used` (else `kept`) is reused while it holds the very value and source and equal
+    importance and flags, and is put in `used` either way. A split is `item_split`'s, made
+    once per piece and phase with `text_of(value)`: the item at position 0 starts at
+    `phase`, every later one at phase 2. The reference of core/_frame_cdr.c's.
+    """
+    pairs = []
+    for position in positions:
+        # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 6 stale, 7 exempt.
+        # The value must be the very object (1, 1.0 and True are equal but encode apart).
+        item = items[position]
+        piece = used.get(item[0]) or kept.get(item[0])
+        if piece is None or not (piece[0] is item[1] and piece[1] is item[2]
+                                 and piece[2] == item[3] and piece[3] == item[6]
+                                 and piece[4] == item[7]):
+            piece = (item[1], item[2], item[3], item[6], item[7], {})
+        used[item[0]] = piece
+        at = phase if position == 0 else _ITEM_PHASE
+        split = piece[5].get(at)
+        if split is None:
+            split = piece[5][at] = _item_split(item, text_of(item[1]), at)
+        pairs.append((piece, split))
+    return pairs
+
+
+_item_pieces = item_pieces if _frame_cdr is None else _frame_cdr.item_pieces
 
 
 class Writer:
@@ -108,6 +169,54 @@ class Writer:
     def getvalue(self) -> bytes:
         """Return the whole serialized message, encapsulation header first."""
         return b''.join(self.parts)
+
+
+class _Segments(Writer):
+    """A Writer that leaves out the tick's times: the bytes between them, as segments."""
+
+    __slots__ = ('cuts',)
+
+    def __init__(self, phase: int):
+        super().__init__()
+        self.parts, self.offset, self.cuts = [], phase, []
+
+    def time(self, alignment: int = 4) -> None:
+        """Leave out an 8-byte tick-dependent field (a Time, or a uint64 `alignment` 8)."""
+        self.align(alignment)
+        self.cuts.append(b''.join(self.parts))
+        self.parts = []
+        self.offset += 8
+
+    def segments(self) -> list[bytes]:
+        """Return the bytes before, between and after the times left out."""
+        return self.cuts + [b''.join(self.parts)]
+
+
+class _Tail:
+    """A pack's bytes from its nearby_map to its missing items, kept while their sources hold.
+
+    Those bytes depend on the tick only through its time (the map's header and load
+    time), so while the window is the very object, the events the very objects and the
+    missing entries equal (key, reason, detail), they are their kept segments joined by
+    the tick's time; kept per start phase (offset modulo 8).
+    """
+
+    __slots__ = ('frame_id', 'inline', 'window', 'events', 'missing', 'by_phase',
+                 'event_pieces')
+
+    def __init__(self, frame_id: bytes, inline: bool, pack: Pack):
+        self.frame_id, self.inline = frame_id, inline
+        self.window, self.events, self.missing = pack.map_window, pack.events, pack.missing
+        self.by_phase: dict[int, tuple[list[bytes], int]] = {}
+        self.event_pieces: dict[int, _Piece] = {}
+
+    def holds(self, frame_id: bytes, inline: bool, pack: Pack) -> bool:
+        """Return True when `pack` (under `frame_id`, `inline`) has this tail's sources."""
+        events = pack.events
+        return (pack.map_window is self.window and frame_id == self.frame_id
+                and inline == self.inline and len(events) == len(self.events)
+                and all(map(operator.is_, events, self.events))
+                and pack.missing == self.missing)
 
 
 class _Piece:
@@ -171,9 +280,10 @@ class _Section:
     def joinable(self) -> list[bytes]:
         """Return the segments between the items' last_used times (made once)."""
         if self.segments is None:
-            splits = self.splits
-            self.segments = ([splits[0][0]] + [a[1] + b[0] for a, b in zip(splits, splits[1:])]
-                             + [splits[-1][1]]) if splits else [b'']
+            # Each item's flags and the next one's bytes before last_used, joined in C.
+            befores, flags = list(map(_BEFORE, self.splits)), list(map(_FLAGS, self.splits))
+            self.segments = ([befores[0], *map(operator.add, flags, befores[1:]), flags[-1]]
+                             if befores else [b''])
         return self.segments
 
 
@@ -182,7 +292,8 @@ class FrameEncoder:
 
     `kind_codes` and `reason_codes` are the LogEvent and MissingItem constants of
     the message definitions (the ROS face passes them in). Cached pieces are kept
-    while the object they encode is in the latest frame; older ones are dropped.
+    while the object they encode is in the latest frame; older ones are dropped (items'
+    pieces, by key, once they are many more than a frame's items).
     """
 
     def __init__(self, kind_codes: Mapping[EventKind, int],
@@ -193,14 +304,26 @@ class FrameEncoder:
         # (key, reason, detail, phase) -> a MissingItem's bytes, this frame's and the last's.
         self._missing_used: dict[tuple, bytes] = {}
         self._missing_kept: dict[tuple, bytes] = {}
-        self._items: dict[str, _Piece] = {}
+        # key -> its latest piece (see item_pieces), kept across frames: cleared when it
+        # holds many more than a frame's items (keys gone from the board).
+        self._items: dict[str, tuple] = {}
         self._events: dict[int, _Piece] = {}
-        # id(window) -> (window, its cells in C order or None until inlined, encoded digest)
+        # id(window) -> (window, its cells in C order or None until inlined, encoded digest),
+        # this frame's and the last's.
         self._windows: dict[int, tuple[MapWindow, bytes | None, bytes]] = {}
-        self._used: set[int] = set()
-        # cabin -> its last item section (see _items_of), this frame's and the last's.
+        self._windows_used: dict[int, tuple[MapWindow, bytes | None, bytes]] = {}
+        # Per cabin (dropped with the cabin, not every frame: fewer dicts made per tick):
+        # its last item section (see _items_of) and its last pack's tail (see _Tail).
         self._sections: dict[str, _Section] = {}
-        self._sections_used: dict[str, _Section] = {}
+        self._tails: dict[str, _Tail] = {}
+        # (phase, frame_id, cabin, item count) -> a pack's segments around its stamp and
+        # tick up to its items, and their length (a few per cabin: cleared when many).
+        self._heads: dict[tuple, tuple[bytes, bytes, bytes, int]] = {}
+        # The last frame's frame_id and its frame header's bytes between stamp and tick.
+        self._frame_head: tuple[bytes, bytes] = (b'', b'')
+        # The last frame's (phase, input topics), its inputs_received segments around the
+        # counts and their length (see _inputs_segments).
+        self._inputs: tuple = (None, [b''], 0)
 
     # -- frames ---------------------------------------------------------------
 
@@ -215,32 +338,57 @@ class FrameEncoder:
         """
         writer = Writer()
         frame_id = self._string(map_frame)
-        stamp = nanoseconds(frame.stamp)
-        writer.header(stamp, frame_id)
-        writer.put(_U64.pack(frame.tick), 8)
-        writer.string(self._string(frame.digest))
-        writer.count(len(frame.packs))
-        used_items, used_events = {}, {}
+        if self._frame_head[0] != frame_id:
+            # The header starts the payload: its stamp at 0, the tick aligned after frame_id.
+            self._frame_head = (frame_id, frame_id + _ZEROS[:-(8 + len(frame_id)) % 8])
+        tick_time = _TIME.pack(*nanoseconds(frame.stamp))
+        # The digest (new every tick, not kept) starts aligned after the tick; its count next.
+        digest = cdr_string(frame.digest)
+        pad = _ZEROS[:-len(digest) % 4]
+        writer.parts += (tick_time, self._frame_head[1], _U64.pack(frame.tick), digest, pad,
+                         _U32.pack(len(frame.packs)))
+        writer.offset = 20 + len(self._frame_head[1]) + len(digest) + len(pad)
+        used_events, items = {}, 0
         for pack in frame.packs.values():
-            self._pack(writer, pack, frame_id, used_items, used_events, inline_windows)
+            self._pack(writer, pack, frame_id, used_events, inline_windows,
+                       tick_time if pack.stamp == frame.stamp else None)
+            items += len(pack.items)
         inputs = inputs_received or {}
-        writer.count(len(inputs))
-        for topic, received in inputs.items():
-            writer.string(self._string(topic))
-            writer.put(_U64.pack(received), 8)
+        key = (writer.offset % 8, tuple(inputs))
+        if self._inputs[0] != key:
+            self._inputs = (key, *self._inputs_segments(*key))
+        segments, length = self._inputs[1:]
+        for segment, received in zip(segments, inputs.values()):
+            writer.parts += (segment, _U64.pack(received))
+        writer.parts.append(segments[-1])
+        writer.offset += length
         # Keep what this frame used; what it no longer holds is not coming back.
-        self._items = used_items
         self._events = used_events
-        self._windows = {key: value for key, value in self._windows.items()
-                         if key in self._used}
-        self._used = set()
+        if len(self._items) > 2 * items + 256:
+            self._items = {}
+        self._windows, self._windows_used = self._windows_used, {}
         self._missing_kept, self._missing_used = self._missing_used, {}
-        self._sections, self._sections_used = self._sections_used, {}
-        if len(self._strings) > 4 * (len(used_items) + len(used_events)) + 256:
+        if len(self._sections) > len(frame.packs) or len(self._tails) > len(frame.packs):
+            self._sections = {cabin: section for cabin, section in self._sections.items()
+                              if cabin in frame.packs}
+            self._tails = {cabin: tail for cabin, tail in self._tails.items()
+                           if cabin in frame.packs}
+        if len(self._heads) > 8 * len(frame.packs) + 8:
+            self._heads = {}
+        if len(self._strings) > 4 * (items + len(used_events)) + 256:
             self._strings = {}
         return writer.getvalue()
 
     # -- pieces ----------------------------------------------------------------
+
+    def _inputs_segments(self, phase: int, topics: tuple[str, ...]) -> tuple[list[bytes], int]:
+        """Return inputs_received's bytes around its uint64 counts, and their length [bytes]."""
+        piece = _Segments(phase)
+        piece.count(len(topics))
+        for topic in topics:
+            piece.string(self._string(topic))
+            piece.time(8)
+        return piece.segments(), piece.offset - phase
 
     def _string(self, text: str) -> bytes:
         encoded = self._strings.get(text)
@@ -248,24 +396,70 @@ class FrameEncoder:
             encoded = self._strings[text] = cdr_string(text)
         return encoded
 
-    def _pack(self, writer: Writer, pack: Pack, frame_id: bytes, used_items: dict,
-              used_events: dict, inline_window: bool = True) -> None:
-        stamp = nanoseconds(pack.stamp)
-        writer.header(stamp, frame_id)
-        writer.put(_U64.pack(pack.tick), 8)
-        writer.string(self._string(pack.cabin))
-        writer.count(len(pack.items))
-        self._items_of(writer, pack, used_items, stamp)
+    def _pack(self, writer: Writer, pack: Pack, frame_id: bytes, used_events: dict,
+              inline_window: bool = True,
+              tick_time: bytes | None = None) -> None:
+        """Append a pack; `tick_time` is its stamp's bytes when the frame's stamp is its own."""
+        # Only the stamp, the tick and the items' last_used depend on the tick alone: the
+        # rest is kept segments (head, item section, tail) joined by them.
+        if tick_time is None:
+            tick_time = _TIME.pack(*nanoseconds(pack.stamp))
+        key = (writer.offset % 8, frame_id, pack.cabin, len(pack.items))
+        head = self._heads.get(key) or self._head(key)
+        writer.parts += (head[0], tick_time, head[1], _U64.pack(pack.tick), head[2])
+        writer.offset += head[3]
+        self._items_of(writer, pack, tick_time)
+        segments, length = self._tail(writer.offset % 8, pack, frame_id, inline_window,
+                                      used_events)
+        # The tail ends aligned for the digest string that ends the pack.
+        digest = self._strings.get(pack.digest) or self._string(pack.digest)
+        writer.parts += (tick_time.join(segments), digest)
+        writer.offset += length + len(digest)
+
+    def _head(self, key: tuple) -> tuple[bytes, bytes, bytes, int]:
+        """Keep and return a pack's bytes up to its items for (phase, frame_id, cabin, count).
+
+        As (before the stamp, before the tick, after it, the length [bytes]).
+        """
+        phase, frame_id, cabin, count = key
+        piece = _Segments(phase)
+        piece.time()
+        piece.string(frame_id)
+        piece.time(8)
+        piece.string(self._string(cabin))
+        piece.count(count)
+        head = self._heads[key] = (*piece.segments(), piece.offset - phase)
+        return head
+
+    def _tail(self, phase: int, pack: Pack, frame_id: bytes, inline_window: bool,
+              used_events: dict) -> tuple[list[bytes], int]:
+        """Return a pack's nearby_map to missing items as segments around the tick's time.
+
+        The last segment ends with the padding before the pack's digest string.
+        """
+        tail = self._tails.get(pack.cabin)
+        if tail is None or not tail.holds(frame_id, inline_window, pack):
+            tail = self._tails[pack.cabin] = _Tail(frame_id, inline_window, pack)
         window = pack.map_window
-        self._map(writer, window if inline_window else None, stamp, frame_id)
-        writer.string(self._string('') if window is None else self._window(window)[2])
-        writer.count(len(pack.events))
-        for event in pack.events:
-            writer.put(self._cached(self._events, used_events, event.seq, (event,),
-                                    writer.offset, self._event_bytes))
-        writer.count(len(pack.missing))
-        self._missing(writer, pack.missing)
-        writer.string(self._string(pack.digest))
+        if window is not None and inline_window:
+            self._window(window)   # its cells copied once while in the frames
+        built = tail.by_phase.get(phase)
+        if built is None:
+            piece = _Segments(phase)
+            self._map(piece, window if inline_window else None, frame_id)
+            piece.string(self._string('') if window is None else self._window(window)[2])
+            piece.count(len(pack.events))
+            for event in pack.events:
+                piece.put(self._cached(self._events, used_events, event.seq, (event,),
+                                       piece.offset, self._event_bytes))
+            tail.event_pieces = {event.seq: used_events[event.seq] for event in pack.events}
+            piece.count(len(pack.missing))
+            self._missing(piece, pack.missing)
+            piece.align(4)
+            built = tail.by_phase[phase] = (piece.segments(), piece.offset - phase)
+        else:
+            used_events.update(tail.event_pieces)
+        return built
 
     @staticmethod
     def _cached(cache: dict, used: dict, key, sources: tuple, offset: int, encode) -> bytes:
@@ -280,79 +474,43 @@ class FrameEncoder:
             data = piece.by_phase[phase] = encode(*sources, phase)
         return data
 
-    def _items_of(self, writer: Writer, pack: Pack, used: dict, stamp: tuple[int, int]) -> None:
+    def _items_of(self, writer: Writer, pack: Pack, tick_time: bytes) -> None:
         """Append a pack's WorkingItems from cached pieces, each around its last_used time."""
         # An item's bytes depend on where it starts and on its content, not on the tick: a
         # piece is kept as the bytes before last_used and the flags after it, and the time
         # (the tick's for every item served this tick) goes between them in the join.
         # Items are rebuilt every tick (last_used); their content objects are not.
         parts, offset = writer.parts, writer.offset
-        tick_time = _TIME.pack(*stamp)
         effective, items = pack.effective, pack.items
-        section = self._sections_used.get(pack.cabin) or self._sections.get(pack.cabin)
+        section = self._sections.get(pack.cabin)
         changed = None if section is None else section.changed(offset % 8, items, effective)
         if changed is not None:
             # Encode first, then update: a value that fails to encode leaves the section whole.
-            section.update(items, changed, offset % 8, [
-                self._split(items[i], offset % 8 if i == 0 else _ITEM_PHASE, used)
-                for i in changed])
-            used.update(zip(map(_KEY, section.items), section.pieces))
-            self._sections_used[pack.cabin] = section
-            parts.append(tick_time.join(section.segments))
+            # The value's text is the one its put measured (`value_text`), not encoded again.
+            if changed:
+                section.update(items, changed, offset % 8, _item_pieces(
+                    items, changed, offset % 8, self._items, self._items, value_text))
+            parts.append(tick_time.join(section.joinable()))
             writer.offset = offset + section.length
             return
-        start, pieces, splits = offset, [], []
-        for item in items:
-            piece, split = self._split(item, offset % 8, used)
-            pieces.append(piece)
-            splits.append(split)
+        pairs = _item_pieces(items, range(len(items)), offset % 8, self._items, self._items,
+                             value_text)
+        splits = list(map(_SPLIT, pairs))
+        section = self._sections[pack.cabin] = _Section(
+            offset % 8, items, list(map(_PIECE, pairs)), splits, sum(map(_LENGTH, splits)))
+        writer.offset = offset + section.length
+        if list(map(_LAST_USED, items)).count(effective) == len(items):
+            parts.append(tick_time.join(section.joinable()))
+            return
+        for item, split in zip(items, splits):
             # Item fields by position: 5 last_used.
             last_used = item[5]
             if last_used == effective:
                 parts += (split[0], tick_time, split[1])
-            else:
-                last_used = pack.ros_time(last_used)
-                parts += (split[0], tick_time if last_used == pack.stamp
-                          else _TIME.pack(*nanoseconds(last_used)), split[1])
-            offset += split[2]
-        writer.offset = offset
-        self._sections_used[pack.cabin] = _Section(start % 8, items, pieces, splits,
-                                                   offset - start)
-
-    def _split(self, item: Item, phase: int, used: dict) -> tuple[_Piece, tuple]:
-        """Return an item's piece and its (bytes before last_used, flags, length) at `phase`."""
-        # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 6 stale, 7 exempt.
-        # The value must be the very object (1, 1.0 and True are equal but encode apart).
-        key = item[0]
-        piece = used.get(key) or self._items.get(key)
-        if piece is not None:
-            sources = piece.sources
-            if not (sources[0] is item[1] and sources[1] is item[2]
-                    and sources[2] == item[3] and sources[3] == item[6]
-                    and sources[4] == item[7]):
-                piece = None
-        if piece is None:
-            piece = _Piece((item[1], item[2], item[3], item[6], item[7]))
-        used[key] = piece
-        split = piece.by_phase.get(phase)
-        if split is None:
-            data = self._item_bytes(item, phase)
-            split = piece.by_phase[phase] = (
-                data[:-_ITEM_TIME_FROM_END], data[-_ITEM_FLAGS:], len(data))
-        return piece, split
-
-    def _item_bytes(self, item: Item, phase: int) -> bytes:
-        """Return a WorkingItem's bytes starting at `phase` (offset modulo 8), last_used 0.
-
-        The value's text is the one its put measured (`value_text`), not encoded again.
-        """
-        piece = Writer()
-        piece.offset = phase
-        piece.string(cdr_string(item.key))
-        piece.string(cdr_string(value_text(item.value)))
-        piece.string(self._string(item.source.value))
-        piece.put(_ITEM_TAIL.pack(item.importance, 0, 0, item.stale, item.exempt), 8)
-        return b''.join(piece.parts[1:])
+                continue
+            last_used = pack.ros_time(last_used)
+            parts += (split[0], tick_time if last_used == pack.stamp
+                      else _TIME.pack(*nanoseconds(last_used)), split[1])
 
     def _event_bytes(self, event: Event, phase: int) -> bytes:
         piece = Writer()
@@ -396,34 +554,35 @@ class FrameEncoder:
         piece.string(cdr_string(missing.detail))
         return b''.join(piece.parts[1:])
 
-    def _map(self, writer: Writer, window: MapWindow | None, stamp: tuple[int, int],
-             frame_id: bytes) -> None:
-        """Append a pack's nearby_map: the window, or an empty 0 x 0 grid without one."""
-        writer.header(stamp, frame_id)
+    def _map(self, piece: _Segments, window: MapWindow | None, frame_id: bytes) -> None:
+        """Append a pack's nearby_map, its times left out: the window, or an empty 0 x 0 grid."""
+        piece.time()
+        piece.string(frame_id)
         if window is None:
-            writer.put(_MAP_META.pack(0, 0, 0.0, 0, 0), 4)
-            writer.put(_POSE.pack(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), 8)
-            writer.count(0)
+            piece.put(_NO_MAP, 4)
+            piece.put(_POSE.pack(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), 8)
+            piece.count(0)
             return
         height, width = window.data.shape
-        writer.put(_MAP_META.pack(*stamp, window.resolution, width, height), 4)
-        writer.put(_POSE.pack(*window.origin, 0.0, 0.0, 0.0, 0.0, 1.0), 8)
-        writer.count(width * height)
-        writer.put(self._cells(window))
+        piece.time()
+        piece.put(_MAP_SIZE.pack(window.resolution, width, height), 4)
+        piece.put(_POSE.pack(*window.origin, 0.0, 0.0, 0.0, 0.0, 1.0), 8)
+        piece.count(width * height)
+        piece.put(self._cells(window))
 
     def _window(self, window: MapWindow) -> tuple[MapWindow, bytes | None, bytes]:
         """Return the cached (window, cells or None, encoded digest) of a window object."""
         key = id(window)
-        self._used.add(key)
-        cached = self._windows.get(key)
+        cached = self._windows_used.get(key) or self._windows.get(key)
         if cached is None or cached[0] is not window:
-            cached = self._windows[key] = (window, None, cdr_string(window_digest(window)))
+            cached = (window, None, cdr_string(window_digest(window)))
+        self._windows_used[key] = cached
         return cached
 
     def _cells(self, window: MapWindow) -> bytes:
         """Return the window's cells in C order, copied once per window object."""
         cached = self._window(window)
         if cached[1] is None:
-            cached = self._windows[id(window)] = (
+            cached = self._windows_used[id(window)] = (
                 window, np.ascontiguousarray(window.data).tobytes(), cached[2])
         return cached[1]
