@@ -152,15 +152,16 @@ def test_doctor_finds_nothing_on_the_baseline_and_shows_how_far_scopes_would_shr
     _, bag = recorded_run('baseline')
     run = load_run(bag)
     result = doctor(run, recorded_settings(run))
+    assert inspect.main(['doctor', str(bag)]) == 0
+    report = capsys.readouterr().out
 
-    assert not result.found
+    assert not result.found, report
     assert not result.drift.tearing and not result.drift.unfrozen
     # Capacity 40 is tight on purpose: the 30 sensor readings are the cheapest to narrow.
     cheapest = result.pressure.shrinks[0]
     assert (cheapest.scope.cabin, cheapest.scope.name) == ('monitor', 'board_keys sensor:*')
     assert cheapest.evictions < result.pressure.evictions and not cheapest.alarm_ticks
-    assert inspect.main(['doctor', str(bag)]) == 0
-    assert 'found: nothing' in capsys.readouterr().out
+    assert 'found: nothing' in report
 
 
 SOURCE = Path(__file__).resolve().parents[2]
