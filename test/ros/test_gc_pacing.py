@@ -170,7 +170,7 @@ def test_a_ticking_node_collects_after_its_ticks_and_gives_the_collector_back_wh
     collections = []
     after_tick = PACING.after_tick
     monkeypatch.setattr(PACING, 'after_tick', lambda: collections.append(after_tick()))
-    node, probe = start_memory()
+    node, probe = start_memory({'gc_pacing': True})
     probe.wait_frame(lambda frame: frame.tick >= 3)
     assert PACING.holders == 1 and not gc.isenabled()
     assert len(collections) >= 3   # one call per tick, each deciding what is due
@@ -179,21 +179,21 @@ def test_a_ticking_node_collects_after_its_ticks_and_gives_the_collector_back_wh
 
 
 @needs_pacing
-def test_a_node_with_gc_pacing_false_leaves_the_collector_alone(start_memory):
-    node, probe = start_memory({'gc_pacing': False})
+def test_a_node_leaves_the_collector_alone_by_default(start_memory):
+    node, probe = start_memory()
     probe.wait_frame()
     assert PACING.holders == 0 and gc.isenabled()
 
 
 @needs_pacing
 def test_a_node_ticking_on_a_trigger_topic_leaves_the_collector_alone(start_memory):
-    node, probe = start_memory({'trigger_topic': 'decide'})
+    node, probe = start_memory({'trigger_topic': 'decide', 'gc_pacing': True})
     assert PACING.holders == 0 and gc.isenabled()
 
 
 @needs_pacing
 def test_a_node_destroyed_while_ticking_gives_the_collector_back(start_memory):
-    node, probe = start_memory()
+    node, probe = start_memory({'gc_pacing': True})
     probe.wait_frame()
     assert not gc.isenabled()
     node.destroy_node()

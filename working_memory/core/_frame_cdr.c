@@ -64,7 +64,8 @@ static const char *utf8(PyObject *text, Py_ssize_t *size, const char *what)
         return NULL;
     }
     const char *data = PyUnicode_AsUTF8AndSize(text, size);
-    if (data && *size + 1 > (Py_ssize_t)UINT32_MAX) {
+    /* Compared as 64-bit numbers: on a 32-bit build UINT32_MAX is no Py_ssize_t. */
+    if (data && (uint64_t)*size + 1 > (uint64_t)UINT32_MAX) {
         PyErr_Format(struct_error, "%s: too long for a CDR string", what);
         return NULL;
     }
@@ -112,10 +113,9 @@ static PyObject *split(PyObject *item, PyObject *value_text, Py_ssize_t phase)
         goto done;
     double importance = PyFloat_AsDouble(PyTuple_GET_ITEM(item, IMPORTANCE));
     if (importance == -1.0 && PyErr_Occurred()) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            PyErr_SetString(struct_error, "required argument is not a float");
-        }
+        /* struct.pack('<d', x) raises struct.error for whatever float(x) cannot give. */
+        PyErr_Clear();
+        PyErr_SetString(struct_error, "required argument is not a float");
         goto done;
     }
     int stale = PyObject_IsTrue(PyTuple_GET_ITEM(item, STALE));
