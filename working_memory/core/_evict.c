@@ -187,6 +187,25 @@ slot_level(PyObject *ranking, PyObject *slot)
     return level;
 }
 
+/* New references to the `used` and `returned` dicts of a present slot's LevelRanking level,
+ * held while a key's __eq__ (a dict lookup) may change the ranking; -1 with an error. */
+static int
+slot_dicts(PyObject *ranking, PyObject *slot, PyObject **used, PyObject **returned)
+{
+    PyObject *level = slot_level(ranking, slot);
+    if (!level)
+        return -1;
+    *used = FIELD(level, off_used);
+    *returned = FIELD(level, off_returned);
+    if (!*used || !*returned) {
+        PyErr_SetString(PyExc_AttributeError, "a ranking level lost its used or returned dict");
+        return -1;
+    }
+    Py_INCREF(*used);
+    Py_INCREF(*returned);
+    return 0;
+}
+
 /* ranking.discard(slot) of a present slot. */
 static int
 ranking_discard(PyObject *ranking, PyObject *slot)
@@ -196,28 +215,13 @@ ranking_discard(PyObject *ranking, PyObject *slot)
         Py_XDECREF(done);
         return done ? 0 : -1;
     }
-    PyObject *key = PyList_GET_ITEM(slot, KEY);
-    PyObject *level = slot_level(ranking, slot);
-    if (!level)
+    PyObject *key = PyList_GET_ITEM(slot, KEY), *used, *returned;
+    if (slot_dicts(ranking, slot, &used, &returned) < 0)
         return -1;
-    /* Held: the lookup may run a key's __eq__, which may change the ranking. */
-    Py_INCREF(level);
-    PyObject *used = FIELD(level, off_used), *returned = FIELD(level, off_returned);
-    int failed = -1;
-    if (!used || !returned) {
-        PyErr_SetString(PyExc_AttributeError, "a ranking level lost its used or returned dict");
-    } else {
-        PyObject *from = NULL;
-        Py_INCREF(used);
-        Py_INCREF(returned);
-        int found = PyDict_Contains(used, key);   /* an OrderedDict is a dict underneath */
-        if (found >= 0)
-            from = found ? used : returned;
-        failed = from ? PyObject_DelItem(from, key) : -1;
-        Py_DECREF(used);
-        Py_DECREF(returned);
-    }
-    Py_DECREF(level);
+    int found = PyDict_Contains(used, key);   /* an OrderedDict is a dict underneath */
+    int failed = found < 0 ? -1 : PyObject_DelItem(found ? used : returned, key);
+    Py_DECREF(used);
+    Py_DECREF(returned);
     return failed;
 }
 
@@ -559,28 +563,18 @@ done:
     return result;
 }
 
-/* LevelRanking.use([slot]) of one present slot just used again: the end of its level. The
- * level and its dicts are held while OrderedDict code (a key's __eq__) may run. */
+/* LevelRanking.use([slot]) of one present slot just used again: the end of its level. */
 static int
 level_use(PyObject *ranking, PyObject *slot)
 {
-    PyObject *key = PyList_GET_ITEM(slot, KEY);
-    PyObject *level = slot_level(ranking, slot);
-    if (!level)
+    PyObject *key = PyList_GET_ITEM(slot, KEY), *used, *returned;
+    if (slot_dicts(ranking, slot, &used, &returned) < 0)
         return -1;
-    Py_INCREF(level);
-    PyObject *used = FIELD(level, off_used), *returned = FIELD(level, off_returned);
-    int failed = -1;
-    if (!used || !returned) {
-        PyErr_SetString(PyExc_AttributeError, "a ranking level lost its used or returned dict");
-        goto done;
-    }
-    Py_INCREF(used);
-    Py_INCREF(returned);
     PyObject *args[2] = {used, key};
     PyObject *moved = Py_TYPE(used) == odict_type
         ? PyObject_Vectorcall(odict_move_to_end, args, 2, NULL)
         : PyObject_VectorcallMethod(s_move_to_end, args, 2, NULL);
+    int failed = -1;
     if (moved) {
         Py_DECREF(moved);
         failed = 0;
@@ -592,8 +586,6 @@ level_use(PyObject *ranking, PyObject *slot)
     }
     Py_DECREF(used);
     Py_DECREF(returned);
-done:
-    Py_DECREF(level);
     return failed;
 }
 
