@@ -153,6 +153,14 @@ def test_changes_name_what_was_set_or_removed_since_the_last_call():
     assert not board.changes(matcher).entries
 
 
+def test_a_watched_keys_value_arrives_with_its_json_text_made_and_others_without():
+    board = BoardSnapshot()
+    board.changes(_Prefix('a:'))   # a consumer mirrors the a: keys
+    board.apply([BoardEntry('a:1', {'x': 1.5}, 0.0), BoardEntry('b:1', {'x': 2}, 0.0)])
+    assert board.get('a:1').value.json_text == '{"x":1.5}'
+    assert not hasattr(board.get('b:1').value, 'json_text')
+
+
 def test_changes_start_over_when_the_index_was_dropped():
     board = BoardSnapshot()
     board.apply([BoardEntry('a:1', 1, 0.0)])

@@ -1,6 +1,7 @@
 """The tick's kept encodings equal the ones made from scratch (issue 12, tick cost)."""
 
 import json
+import sys
 
 import pytest
 
@@ -49,17 +50,30 @@ def test_a_values_text_is_the_compact_canonical_json_and_its_size_the_texts_leng
     assert json_size(value) == len(text)
 
 
-def test_kept_value_texts_stay_bounded_by_size_however_big_the_values():
-    # Big readings (a scan, a costmap patch) must not keep megabytes of dead values alive.
-    limit = items._TEXT_CHARS_PER_GENERATION
-    for n in range(40):
-        value = deep_freeze({'n': n, 'blob': 'x' * (limit // 8)})
-        assert value_text(value) == json.dumps(value, sort_keys=True, separators=(',', ':'))
-    huge = deep_freeze({'blob': 'y' * (limit + 1)})
-    assert value_text(huge) == json.dumps(huge, sort_keys=True, separators=(',', ':'))
-    kept = [text for _, text in (*items._texts.values(), *items._texts_before.values())]
-    assert sum(map(len, kept)) <= 2 * limit
-    assert all(len(text) <= limit for text in kept)
+def test_a_frozen_values_text_is_kept_on_it_and_goes_with_it():
+    value = deep_freeze({'reading': 0.5, 'unit': 'm'})
+    text = value_text(value)
+    assert value_text(value) is text
+    held = sys.getrefcount(text)
+    del value   # no cache elsewhere keeps the text (or a dead value) alive
+    assert sys.getrefcount(text) == held - 1
+
+
+def test_a_value_prepared_ahead_keeps_its_text_and_one_the_encoder_refuses_is_left_as_is():
+    value, bad = deep_freeze({'a': [1, 2]}), deep_freeze({'a': float('nan')})
+    items.prepare_text(value)
+    items.prepare_text(bad)   # no error here: the value's use raises it, where it is reported
+    assert value.json_text == '{"a":[1,2]}' and not hasattr(bad, 'json_text')
+    with pytest.raises(ValueError):
+        value_text(bad)
+
+
+def test_a_huge_values_text_is_not_kept_so_its_memory_is_not_held_twice():
+    # Big readings (a scan, a costmap patch) must not hold their size twice.
+    huge = deep_freeze({'blob': 'y' * items._KEPT_TEXT_CHARS})
+    text = value_text(huge)
+    assert text == json.dumps(huge, sort_keys=True, separators=(',', ':'))
+    assert value_text(huge) == text and value_text(huge) is not text
 
 
 def test_a_plain_dict_is_encoded_anew_each_time_so_a_mutation_shows():
@@ -128,3 +142,90 @@ def test_changed_positions_tell_the_very_object_from_an_equal_one():
         frames.changed_positions([], [(1,)], [0], [])
     with pytest.raises(TypeError, match='tuples'):
         frames.changed_positions([(1,)], [[1]], [0], [])
+
+
+def test_the_built_package_encodes_a_digests_items_in_c():
+    # CI must notice a build that silently falls back to the Python loop: this one fails then.
+    assert frames._frame_cdr is not None, (
+        'working_memory.core._frame_cdr is not importable: the package was imported from a '
+        'tree without the built extension (make build, pip install .)')
+
+
+def _outcome(each, *args):
+    try:
+        return each(*args)
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        return type(error)
+
+
+def _c_framed_each(items_, used, kept):
+    return frames._frame_cdr.framed_each(items_, used, kept, value_text,
+                                         frames.encode_basestring_ascii, frames._SOURCE_JSON,
+                                         frames._item_encoding)
+
+
+def _as_compared(kept: dict) -> list:
+    """Kept encodings as comparable values: the very value and source objects, the rest."""
+    return [(key, id(entry[0]), id(entry[1]), repr(entry[2:6]), entry[6])
+            for key, entry in kept.items()]
+
+
+# Content that takes every path: the common item, other number types and flags (encoded as a
+# whole), NaN and Infinity in the value or the fields, a value the encoder refuses, any key.
+_VALUE_POOL = [deep_freeze({'r': 0.5}), deep_freeze({'r': [1, 'x']}), 'text', 1, 1.0, True,
+               None, deep_freeze({'r': float('nan')}), float('inf'), object()]
+_NUMBER = st.sampled_from([0.5, 1.0, 1, True, float('nan'), float('inf'), -0.0, None])
+_odd_items = st.builds(
+    Item, key=st.sampled_from(['a', 'b', 'c"\u00e9', '\ud800']),
+    value=st.sampled_from(_VALUE_POOL),
+    source=st.sampled_from([*Source, 'board']), importance=_NUMBER, stamp=_NUMBER,
+    last_used=st.just(0.0), stale=st.sampled_from([False, True, 0, 1.0]),
+    exempt=st.sampled_from([False, True, 0]))
+
+
+_FIELDS = {'value': st.sampled_from(_VALUE_POOL), 'source': st.sampled_from([*Source, 'board']),
+           'importance': _NUMBER, 'stamp': _NUMBER,
+           'stale': st.sampled_from([False, True, 0, 1.0]),
+           'exempt': st.sampled_from([False, True, 0])}
+
+
+@pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_the_c_item_encodings_reuse_and_make_what_the_python_reference_does(data):
+    # Three keys' items change one field at a time (or are made anew) between calls; each
+    # side keeps its own used/kept dicts (swapped as a tick ends): equal parts, the same
+    # kept encodings reused or made anew, the same errors.
+    mine = {'used': {}, 'kept': {}}
+    theirs = {'used': {}, 'kept': {}}
+    held = {}
+    for _ in range(data.draw(st.integers(1, 6))):
+        for slot in data.draw(st.lists(st.integers(0, 2), max_size=4)):
+            field = data.draw(st.sampled_from([None, *_FIELDS]))
+            if field is None or slot not in held:
+                held[slot] = data.draw(_odd_items | _items)
+            else:
+                held[slot] = held[slot]._replace(**{field: data.draw(_FIELDS[field])})
+        items_ = tuple(held[slot]._replace(key=f'k{slot}') for slot in sorted(held))
+        end_tick = data.draw(st.booleans())
+        outs = []
+        for state, each in ((mine, _c_framed_each), (theirs, frames.py_framed_each)):
+            outs.append(_outcome(each, items_, state['used'], state['kept']))
+            if end_tick:
+                state['kept'], state['used'] = state['used'], {}
+        assert outs[0] == outs[1]
+        for name in ('used', 'kept'):
+            assert _as_compared(mine[name]) == _as_compared(theirs[name])
+
+
+@pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+def test_the_c_item_encodings_refuse_bad_input_clearly():
+    item = Item('k', 1, Source.BOARD, 0.5, 1.0, 2.0)
+    with pytest.raises(TypeError, match='must be an Item'):
+        _c_framed_each([('k', 1)], {}, {})
+    with pytest.raises(TypeError, match='must be dicts'):
+        _c_framed_each([item], [], {})
+    with pytest.raises(TypeError, match='a tuple of 7'):
+        _c_framed_each([item], {'k': ('short',)}, {})
+    with pytest.raises(TypeError, match='framed_each'):
+        frames._frame_cdr.framed_each([item], {}, {})

@@ -17,11 +17,18 @@
  * each item's kept piece (from `used`, else `kept`, while it encodes the very value and
  * source and equal importance and flags; a new one otherwise, put in `used`) and its split
  * at its phase (made with `text_of(value)` once per piece and phase).
+ * `framed_each(items, used, kept, text_of, escape, sources, fallback)` is core/frames.py's
+ * `py_framed_each` for a pack digest: each item's kept encoding (from `used`, else `kept`,
+ * while it holds the very value and source and equal other content; a new one otherwise,
+ * put in `used`), the common item's text written here ([key, value text, source, importance,
+ * stamp, stale, exempt] as compact JSON, `escape` the key's JSON string, `sources` a source's
+ * JSON text), any other item's by `fallback(item)`, the reference's `_item_encoding`.
  * Pure: no ROS.
  */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -171,16 +178,47 @@ item_split(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return phase < 0 ? NULL : split(args[0], args[1], phase);
 }
 
-/* 1 when `a == b` is true as Python's `==` then `bool` say (no identity shortcut), 0 when
- * false, -1 on an error. */
-static int equal(PyObject *a, PyObject *b)
+/* 1 when `a <op> b` (Py_EQ or Py_NE) is true as Python's operator then `bool` say (no
+ * identity shortcut), 0 when false, -1 on an error. */
+static int compares(PyObject *a, PyObject *b, int op)
 {
-    PyObject *result = PyObject_RichCompare(a, b, Py_EQ);
+    PyObject *result = PyObject_RichCompare(a, b, op);
     if (!result)
         return -1;
     int truth = PyObject_IsTrue(result);
     Py_DECREF(result);
     return truth;
+}
+
+/* 1 when a kept tuple holds `item`: its first two fields are the item's very value and
+ * source, and each (kept field, item field) pair of `fields` is equal (`op` Py_EQ: `==` is
+ * true) or not different (Py_NE: `!=` is false), as the Python reference compares them; 0
+ * when not, -1 on an error. */
+static int holds(PyObject *kept, PyObject *item, const int fields[][2], int count, int op)
+{
+    if (PyTuple_GET_ITEM(kept, 0) != PyTuple_GET_ITEM(item, 1)
+        || PyTuple_GET_ITEM(kept, 1) != PyTuple_GET_ITEM(item, SOURCE))
+        return 0;
+    for (int f = 0; f < count; f++) {
+        int truth = compares(PyTuple_GET_ITEM(kept, fields[f][0]),
+                             PyTuple_GET_ITEM(item, fields[f][1]), op);
+        if (truth < 0)
+            return -1;
+        if (truth != (op == Py_EQ))
+            return 0;
+    }
+    return 1;
+}
+
+/* `key`'s entry in `used`, else in `kept`: a new reference, or NULL (with an error set, or
+ * none when neither holds it). */
+static PyObject *kept_entry(PyObject *key, PyObject *used, PyObject *kept)
+{
+    PyObject *found = PyDict_GetItemWithError(used, key);
+    if (!found && !PyErr_Occurred())
+        found = PyDict_GetItemWithError(kept, key);
+    Py_XINCREF(found);
+    return found;
 }
 
 /* 1 when the kept `piece` (value, source, importance, stale, exempt, by phase) encodes
@@ -192,17 +230,8 @@ static int piece_holds(PyObject *piece, PyObject *item)
         PyErr_SetString(PyExc_TypeError, "a kept piece: must be a tuple of 6, a dict last");
         return -1;
     }
-    if (PyTuple_GET_ITEM(piece, 0) != PyTuple_GET_ITEM(item, 1)
-        || PyTuple_GET_ITEM(piece, 1) != PyTuple_GET_ITEM(item, SOURCE))
-        return 0;
-    int fields[3][2] = {{2, IMPORTANCE}, {3, STALE}, {4, EXEMPT}};
-    for (int f = 0; f < 3; f++) {
-        int same = equal(PyTuple_GET_ITEM(piece, fields[f][0]),
-                         PyTuple_GET_ITEM(item, fields[f][1]));
-        if (same <= 0)
-            return same;
-    }
-    return 1;
+    static const int fields[3][2] = {{2, IMPORTANCE}, {3, STALE}, {4, EXEMPT}};
+    return holds(piece, item, fields, 3, Py_EQ);
 }
 
 /* The (piece, split) of one item at `phase`, from `used` or `kept` while it holds; a new
@@ -211,12 +240,9 @@ static PyObject *item_piece(PyObject *item, Py_ssize_t phase, PyObject *used, Py
                             PyObject *text_of)
 {
     PyObject *key = PyTuple_GET_ITEM(item, KEY);
-    PyObject *piece = PyDict_GetItemWithError(used, key);
-    if (!piece && !PyErr_Occurred())
-        piece = PyDict_GetItemWithError(kept, key);
+    PyObject *piece = kept_entry(key, used, kept);
     if (!piece && PyErr_Occurred())
         return NULL;
-    Py_XINCREF(piece);
     if (piece) {
         int holds = piece_holds(piece, item);
         if (holds < 0) {
@@ -307,11 +333,183 @@ done:
     return result;
 }
 
+/* -- a pack digest's item encodings (core/frames.py `ItemEncodings._framed_each`) -- */
+
+/* 1 when the kept tuple (value, source, importance, stamp, stale, exempt, framed) encodes
+ * `item`'s content as frames.py decides it; 0 when not, -1 on an error. */
+static int encoding_holds(PyObject *kept, PyObject *item)
+{
+    if (!PyTuple_Check(kept) || PyTuple_GET_SIZE(kept) != 7
+        || !PyBytes_Check(PyTuple_GET_ITEM(kept, 6))) {
+        PyErr_SetString(PyExc_TypeError, "a kept encoding: must be a tuple of 7, bytes last");
+        return -1;
+    }
+    static const int fields[4][2] = {{2, IMPORTANCE}, {3, 4}, {4, STALE}, {5, EXEMPT}};
+    return holds(kept, item, fields, 4, Py_NE);
+}
+
+static int finite_float(PyObject *number)
+{
+    return PyFloat_CheckExact(number) && isfinite(PyFloat_AS_DOUBLE(number));
+}
+
+/* Append `text` (ASCII or UTF-8 of a str) and then `after` to `out` at `*at`. */
+static void append(char *out, Py_ssize_t *at, const char *text, Py_ssize_t size, char after)
+{
+    memcpy(out + *at, text, size);
+    *at += size;
+    if (after)
+        out[(*at)++] = after;
+}
+
+/* New bytes of 8 + `size`, the first 8 `size` in little-endian (frames.py `_framed`). */
+static PyObject *framed_bytes(Py_ssize_t size)
+{
+    PyObject *result = PyBytes_FromStringAndSize(NULL, 8 + size);
+    if (result) {
+        char *out = PyBytes_AS_STRING(result);
+        for (int i = 0; i < 8; i++)
+            out[i] = (char)(((uint64_t)size >> (8 * i)) & 0xff);
+    }
+    return result;
+}
+
+/* The framed encoding of one item (8-byte little-endian length, then the text that
+ * frames.py `_item_encoding` returns): the common item written here, any other made by
+ * `fallback(item)`. A new reference, or NULL with an error. */
+static PyObject *item_framed(PyObject *item, PyObject *text_of, PyObject *escape,
+                             PyObject *sources, PyObject *fallback)
+{
+    PyObject *key = PyTuple_GET_ITEM(item, KEY), *importance = PyTuple_GET_ITEM(item, IMPORTANCE);
+    PyObject *stamp = PyTuple_GET_ITEM(item, 4), *stale = PyTuple_GET_ITEM(item, STALE);
+    PyObject *exempt = PyTuple_GET_ITEM(item, EXEMPT);
+    PyObject *parts[5] = {NULL, NULL, NULL, NULL, NULL};   /* key, value, source, imp, stamp */
+    PyObject *text = NULL, *result = NULL;
+    if (finite_float(importance) && finite_float(stamp) && PyBool_Check(stale)
+        && PyBool_Check(exempt) && PyUnicode_CheckExact(key)) {
+        parts[1] = PyObject_CallOneArg(text_of, PyTuple_GET_ITEM(item, 1));
+        if (!parts[1]) {
+            if (!PyErr_ExceptionMatches(PyExc_ValueError))
+                goto done;
+            PyErr_Clear();   /* NaN or Infinity: the reference encodes the item as a whole */
+        } else {
+            parts[2] = PyDict_GetItemWithError(sources, PyTuple_GET_ITEM(item, SOURCE));
+            Py_XINCREF(parts[2]);
+            if (!parts[2] && PyErr_Occurred())
+                goto done;
+        }
+    }
+    if (!parts[2]) {   /* anything else: the reference's text */
+        if (!(text = PyObject_CallOneArg(fallback, item)))
+            goto done;
+        if (!PyBytes_Check(text)) {
+            PyErr_SetString(PyExc_TypeError, "an item encoding: must be bytes");
+            goto done;
+        }
+        Py_ssize_t size = PyBytes_GET_SIZE(text);
+        if ((result = framed_bytes(size)))
+            memcpy(PyBytes_AS_STRING(result) + 8, PyBytes_AS_STRING(text), size);
+        goto done;
+    }
+    if (!(parts[0] = PyObject_CallOneArg(escape, key)) || !(parts[3] = PyObject_Repr(importance))
+        || !(parts[4] = PyObject_Repr(stamp)))
+        goto done;
+    const char *data[5];
+    Py_ssize_t sizes[5], size = 0;
+    for (int i = 0; i < 5; i++) {
+        if (!(data[i] = utf8(parts[i], &sizes[i], "an item encoding part")))
+            goto done;
+        size += sizes[i] + 1;   /* and its separator */
+    }
+    const char *flag[2] = {stale == Py_True ? "true" : "false",
+                           exempt == Py_True ? "true" : "false"};
+    Py_ssize_t flag_size[2] = {(Py_ssize_t)strlen(flag[0]), (Py_ssize_t)strlen(flag[1])};
+    size += 1 + flag_size[0] + 1 + flag_size[1] + 1;   /* "[", the flags, "," and "]" */
+    if (!(result = framed_bytes(size)))
+        goto done;
+    char *out = PyBytes_AS_STRING(result);
+    Py_ssize_t at = 8;
+    out[at++] = '[';
+    for (int i = 0; i < 5; i++)
+        append(out, &at, data[i], sizes[i], ',');
+    append(out, &at, flag[0], flag_size[0], ',');
+    append(out, &at, flag[1], flag_size[1], ']');
+done:
+    for (int i = 0; i < 5; i++)
+        Py_XDECREF(parts[i]);
+    Py_XDECREF(text);
+    return result;
+}
+
+static PyObject *
+framed_each(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity(nargs, 7, "framed_each(items, used, kept, text_of, escape, sources, fallback)") < 0)
+        return NULL;
+    PyObject *used = args[1], *kept = args[2];
+    if (!PyDict_Check(used) || !PyDict_Check(kept) || !PyDict_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "used, kept and sources: must be dicts");
+        return NULL;
+    }
+    /* A tuple: text_of, fallback or a field's __ne__ cannot change it under the loop. */
+    PyObject *items = PySequence_Tuple(args[0]);
+    if (!items)
+        return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(items);
+    PyObject *result = PyList_New(count);
+    if (!result)
+        goto done;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item = PyTuple_GET_ITEM(items, i);
+        if (check_item(item) < 0)
+            goto fail;
+        PyObject *key = PyTuple_GET_ITEM(item, KEY);
+        PyObject *found = kept_entry(key, used, kept);
+        if (!found && PyErr_Occurred())
+            goto fail;
+        if (found) {
+            int holds = encoding_holds(found, item);
+            if (holds <= 0)
+                Py_CLEAR(found);
+            if (holds < 0)
+                goto fail;
+        }
+        if (!found) {
+            PyObject *framed = item_framed(item, args[3], args[4], args[5], args[6]);
+            if (!framed)
+                goto fail;
+            found = PyTuple_Pack(7, PyTuple_GET_ITEM(item, 1), PyTuple_GET_ITEM(item, SOURCE),
+                                 PyTuple_GET_ITEM(item, IMPORTANCE), PyTuple_GET_ITEM(item, 4),
+                                 PyTuple_GET_ITEM(item, STALE), PyTuple_GET_ITEM(item, EXEMPT),
+                                 framed);
+            Py_DECREF(framed);
+            if (!found)
+                goto fail;
+        }
+        if (PyDict_SetItem(used, key, found) < 0) {
+            Py_DECREF(found);
+            goto fail;
+        }
+        PyObject *part = PyTuple_GET_ITEM(found, 6);
+        Py_INCREF(part);
+        PyList_SET_ITEM(result, i, part);
+        Py_DECREF(found);
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    Py_DECREF(items);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"item_split", (PyCFunction)(void (*)(void))item_split, METH_FASTCALL,
      "Return a WorkingItem's (bytes before last_used, flags, length) at a phase (see wire)."},
     {"item_pieces", (PyCFunction)(void (*)(void))item_pieces, METH_FASTCALL,
      "Return the (piece, split) of items at positions, kept pieces reused (see wire)."},
+    {"framed_each", (PyCFunction)(void (*)(void))framed_each, METH_FASTCALL,
+     "Return each item's framed digest encoding, kept ones reused (see core/frames.py)."},
     {NULL}
 };
 

@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping, Protocol
 
 from working_memory.core.frozen import check_json, deep_freeze
-from working_memory.core.items import BoardEntry
+from working_memory.core.items import BoardEntry, prepare_text
 from working_memory.core.timebase import TimeBase
 
 
@@ -61,7 +61,8 @@ class BoardSnapshot:
     With a `timebase` (the working set's), each entry's stamp is placed on the
     effective timeline on arrival (`TimeBase.place`), so its ttl runs on the
     same timeline as everything else across clock resets; the owner observes
-    the arrival time first.
+    the arrival time first. A value some consumer's index holds has its JSON text
+    made on arrival (`items.prepare_text`), between ticks rather than in one.
     """
 
     def __init__(self, timebase: TimeBase | None = None):
@@ -154,6 +155,7 @@ class BoardSnapshot:
             for entry in entries:
                 if entry.key in keys:
                     dirty.setdefault(entry.key, False)
+                    prepare_text(entry.value)
         return removed
 
     def view(self, keys: Iterable[str] | None = None) -> BoardView:

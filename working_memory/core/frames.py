@@ -188,6 +188,10 @@ try:
     from working_memory.core._evict import changed_positions
 except ImportError:   # a source tree without the built extension
     changed_positions = py_changed_positions
+try:   # each changed item's digest encoding in C (`py_framed_each` below without the build)
+    from working_memory.core import _frame_cdr
+except ImportError:
+    _frame_cdr = None
 
 
 def _digest(parts: Iterable[bytes]) -> str:
@@ -272,24 +276,10 @@ class ItemEncodings:
 
     def _framed_each(self, items: Iterable[Item]) -> list[bytes]:
         """Return each item's framed encoding, looked up (or made) item by item."""
-        used, kept_before = self._used, self._kept
-        parts = []
-        append = parts.append
-        for item in items:
-            # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 4 stamp,
-            # 6 stale, 7 exempt (5 last_used and 8 size are not content).
-            key = item[0]
-            kept = used.get(key) or kept_before.get(key)
-            if (kept is None or kept[0] is not item[1] or kept[1] is not item[2]
-                    or kept[2] != item[3] or kept[3] != item[4] or kept[4] != item[6]
-                    or kept[5] != item[7]):
-                text = _item_encoding(item)
-                # _framed, without its call (cold, a call per changed item shows).
-                kept = (item[1], item[2], item[3], item[4], item[6], item[7],
-                        len(text).to_bytes(8, 'little') + text)
-            used[key] = kept
-            append(kept[6])
-        return parts
+        if _frame_cdr is None:
+            return py_framed_each(items, self._used, self._kept)
+        return _frame_cdr.framed_each(items, self._used, self._kept, value_text,
+                                      encode_basestring_ascii, _SOURCE_JSON, _item_encoding)
 
     def carry(self, group: str) -> None:
         """Keep the group's last item list and its items' encodings through this tick.
@@ -363,6 +353,33 @@ def _item_encoding(item: Item) -> bytes:
                     f'{_SOURCE_JSON[source]},{importance!r},{stamp!r},'
                     f'{_JSON_BOOLS[stale]},{_JSON_BOOLS[exempt]}]').encode()
     return _canonical([key, value, source.value, importance, stamp, stale, exempt])
+
+
+def py_framed_each(items: Iterable[Item], used: dict[str, tuple],
+                   kept_before: dict[str, tuple]) -> list[bytes]:
+    """Return each item's framed encoding, from `used` or `kept_before` while it holds.
+
+    A kept encoding is (value, source, importance, stamp, stale, exempt, framed bytes):
+    it holds while the item has the very value and source and equal other content; a new
+    one is made otherwise. Each item's is put in `used`. The reference of
+    core/_frame_cdr.c's `framed_each`, which `ItemEncodings` calls when it is built.
+    """
+    parts = []
+    append = parts.append
+    for item in items:
+        # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 4 stamp,
+        # 6 stale, 7 exempt (5 last_used and 8 size are not content).
+        key = item[0]
+        kept = used.get(key) or kept_before.get(key)
+        if (kept is None or kept[0] is not item[1] or kept[1] is not item[2]
+                or kept[2] != item[3] or kept[3] != item[4] or kept[4] != item[6]
+                or kept[5] != item[7]):
+            text = _item_encoding(item)
+            kept = (item[1], item[2], item[3], item[4], item[6], item[7],
+                    len(text).to_bytes(8, 'little') + text)
+        used[key] = kept
+        append(kept[6])
+    return parts
 
 
 def _shape_encoding(map_window: MapWindow | None) -> bytes:

@@ -10,10 +10,12 @@ class FrozenDict(dict):
     """A dict that refuses every mutation; made by `deep_freeze`.
 
     It stays a dict subclass so `json.dumps` and `isinstance(value, dict)`
-    keep working for the code that reads frames.
+    keep working for the code that reads frames. Its one attribute, `json_text`,
+    is kept by `core.items.value_text`: the value never changes, so neither does
+    its text, which then lives exactly as long as the value.
     """
 
-    __slots__ = ()
+    __slots__ = ('json_text',)
 
     def _refuse(self, *args, **kwargs):
         raise TypeError('frozen value: a frozen frame cannot be changed')

@@ -56,15 +56,9 @@ _FROZEN_JSON = None if c_make_encoder is None else c_make_encoder(
 _SCALAR_SIZES = {None: 4, True: 4, False: 5}
 
 
-# Texts of deeply frozen values by identity (see value_text): two generations, so a value's
-# text lives from its put to the digest and wire encoding of the same tick and a while after.
-# A generation also ends at this much text [chars], so a few big values cannot keep megabytes
-# of dead values alive; a text longer than a generation is not kept at all.
-_TEXTS_PER_GENERATION = 1024
-_TEXT_CHARS_PER_GENERATION = 1 << 22
-_text_chars = 0
-_texts: dict[int, tuple[Any, str]] = {}
-_texts_before: dict[int, tuple[Any, str]] = {}
+# A frozen value's text longer than this [chars] is not kept on it: a huge reading would
+# otherwise hold its value's memory twice.
+_KEPT_TEXT_CHARS = 1 << 20
 
 
 def json_size(value: Any) -> int:
@@ -91,31 +85,35 @@ def value_text(value: Any) -> str:
     """Return the compact canonical JSON text of `value` (sorted keys, ASCII, no NaN).
 
     A deeply frozen dict (`core.frozen.FrozenDict`, as the board and the log keep
-    values) never changes, so its text is kept by identity while it is among the
-    last values encoded (two generations of at most 1,024 values and 4 Mi chars):
-    the put that measures it, the pack digest and the wire encoding of a tick share
-    one. Other values (arrays, scalars) are encoded each time.
+    values) never changes, so its text is kept on it (up to 1 Mi chars): the put
+    that measures it, the pack digest and the wire encoding share one, and it goes
+    when the value goes. Other values (arrays, scalars) are encoded each time.
     Raises TypeError or ValueError (NaN, Infinity) as the encoder does.
     """
-    global _texts, _texts_before, _text_chars
     if value.__class__ is not FrozenDict:
         return _COMPACT_JSON.encode(value)
-    key = id(value)
-    kept = _texts.get(key)
-    if kept is None or kept[0] is not value:
-        kept = _texts_before.get(key)
-        if kept is None or kept[0] is not value:
-            kept = (value, _COMPACT_JSON.encode(value) if _FROZEN_JSON is None
-                    else ''.join(_FROZEN_JSON(value, 0)))
-        size = len(kept[1])
-        if size > _TEXT_CHARS_PER_GENERATION:
-            return kept[1]
-        if (len(_texts) >= _TEXTS_PER_GENERATION
-                or _text_chars + size > _TEXT_CHARS_PER_GENERATION):
-            _texts_before, _texts, _text_chars = _texts, {}, 0
-        _texts[key] = kept
-        _text_chars += size
-    return kept[1]
+    try:
+        return value.json_text
+    except AttributeError:
+        pass
+    text = (_COMPACT_JSON.encode(value) if _FROZEN_JSON is None
+            else ''.join(_FROZEN_JSON(value, 0)))
+    if len(text) <= _KEPT_TEXT_CHARS:
+        value.json_text = text
+    return text
+
+
+def prepare_text(value: Any) -> None:
+    """Make and keep a frozen value's text ahead of its first use (`value_text`), if it has one.
+
+    For its arrival, off the tick; a value the encoder refuses is left for its use to
+    raise there, where the error is reported.
+    """
+    if value.__class__ is FrozenDict and not hasattr(value, 'json_text'):
+        try:
+            value_text(value)
+        except (TypeError, ValueError):
+            pass
 
 
 def check_importance(importance: float | None, what: str) -> None:
