@@ -60,6 +60,36 @@ def test_a_tick_without_changes_hands_out_the_same_sorted_notes_object():
     assert cabin.absent_sorted is notes and cabin.stale_sorted is stale
 
 
+def test_a_reading_refreshed_every_tick_queues_its_deadline_about_once_per_ttl():
+    cabin, mirror = CabinBoard(MANIFEST, ('goal', 'safety')), {}
+    cabin.update(mirror, None, 0.0)
+    for tick in range(1, 201):   # 100 Hz for 2 s, ttl 0.5 s
+        now = tick * 0.01
+        mirror['sensor:1'] = entry = BoardEntry('sensor:1', tick, now, ttl=0.5,
+                                                tags=('energy',))
+        cabin.update(mirror, {'sensor:1': entry}, now)
+        # Private bookkeeping on purpose: the heap must not grow with the refreshes.
+        assert len(cabin._deadlines) <= 2
+    assert 'sensor:1' in cabin.served
+    cabin.update(mirror, {}, 2.0 + 0.49)
+    assert 'sensor:1' in cabin.served          # its last reading's ttl has not run out
+    cabin.update(mirror, {}, 2.0 + 0.51)
+    assert 'sensor:1' in cabin.stale and 'sensor:1' not in cabin.served
+
+
+def test_a_reading_replaced_by_one_due_sooner_goes_stale_at_the_sooner_deadline():
+    cabin, mirror = CabinBoard(MANIFEST, ('goal', 'safety')), {}
+    cabin.update(mirror, None, 0.0)
+    for ttl, now in ((5.0, 0.0), (0.2, 0.1)):   # the second is due at 0.3, the first at 5
+        mirror['sensor:1'] = entry = BoardEntry('sensor:1', ttl, now, ttl=ttl,
+                                                tags=('energy',))
+        cabin.update(mirror, {'sensor:1': entry}, now)
+    cabin.update(mirror, {}, 0.29)
+    assert 'sensor:1' in cabin.served
+    cabin.update(mirror, {}, 0.31)
+    assert 'sensor:1' in cabin.stale
+
+
 def test_sorted_notes_replace_a_key_and_ignore_an_unknown_discard():
     notes = SortedNotes()
     first = stale_note(BoardEntry('b', 1, 0.0, ttl=1.0))

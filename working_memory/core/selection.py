@@ -144,8 +144,12 @@ class CabinBoard:
         self._tags_since, self._tags_until = math.inf, -math.inf
         # Served or filtered entries with a ttl (either goes stale when it runs out), and
         # their deadlines [s, effective time] in a heap.
+        # The served entries with a ttl, and a heap of deadlines [s, effective] holding one
+        # per timed key at or before its entry's (see _queue): a reading refreshed every tick
+        # is not pushed and popped every tick, only about once per ttl.
         self._timed: dict[str, BoardEntry] = {}
-        self._deadlines: list[tuple[float, int, str, BoardEntry]] = []
+        self._deadlines: list[tuple[float, int, str]] = []
+        self._queued: dict[str, tuple[float, int, str]] = {}
         self._pushed = 0
 
     @property
@@ -223,9 +227,10 @@ class CabinBoard:
         self.touched.add(key)
         if ttl > 0.0:
             self._timed[key] = entry
-            self._pushed += 1
-            heapq.heappush(self._deadlines,
-                           (entry.effective_stamp + ttl, self._pushed, key, entry))
+            deadline = entry.effective_stamp + ttl
+            queued = self._queued.get(key)
+            if queued is None or deadline < queued[0]:
+                self._queue(key, deadline)
         else:
             self._timed.pop(key, None)
         return True
@@ -237,7 +242,7 @@ class CabinBoard:
         self._include = include
         self.served, self.absent, self.stale, self.withheld = {}, {}, {}, {}
         self._absent_sorted, self._stale_sorted = SortedNotes(), SortedNotes()
-        self._timed, self._deadlines = {}, []
+        self._timed, self._deadlines, self._queued = {}, [], {}
         self._kinds, self._quiet = {}, set()
         for key, entry in mirror.items():
             self._classify(key, entry, now, sort=False)
@@ -349,25 +354,41 @@ class CabinBoard:
         """Keep the deadline of a fresh entry with a ttl: it is judged stale then."""
         if entry.ttl > 0.0:
             self._timed[key] = entry
-            self._pushed += 1
-            heapq.heappush(self._deadlines,
-                           (entry.effective_stamp + entry.ttl, self._pushed, key, entry))
+            deadline = entry.effective_stamp + entry.ttl
+            queued = self._queued.get(key)
+            if queued is None or deadline < queued[0]:
+                self._queue(key, deadline)
+
+    def _queue(self, key: str, deadline: float) -> None:
+        """Push `key`'s deadline [s]; any earlier push of the key is then left to be skipped.
+
+        A timed key's one queued deadline is at or before its entry's: a refresh that
+        moves the deadline later pushes nothing, and the check at the queued deadline
+        pushes the entry's own again (`_expire`).
+        """
+        self._pushed += 1
+        queued = self._queued[key] = (deadline, self._pushed, key)
+        heapq.heappush(self._deadlines, queued)
 
     def _expire(self, now: float) -> None:
         """Move entries whose ttl ran out by effective `now` [s] to the stale ones."""
-        heap, later = self._deadlines, []
+        heap, queued, timed, later = self._deadlines, self._queued, self._timed, []
         while heap and heap[0][0] <= now + _DEADLINE_MARGIN_S:
             deadline = heapq.heappop(heap)
-            key, entry = deadline[2], deadline[3]
-            if self._timed.get(key) is not entry:
+            key = deadline[2]
+            if queued.get(key) is not deadline:   # an earlier deadline took its place
                 continue
-            if not entry.is_stale(now):
-                later.append(deadline)
+            del queued[key]
+            entry = timed.get(key)
+            if entry is None:   # no longer served with a ttl
+                continue
+            if not entry.is_stale(now):   # refreshed since, or due within the margin
+                later.append((key, entry.effective_stamp + entry.ttl))
                 continue
             self._drop(key)
             self._stale(stale_note(entry))
-        for deadline in later:
-            heapq.heappush(heap, deadline)
+        for key, deadline in later:
+            self._queue(key, deadline)
 
     def _absent(self, note: AbsentNote, sort: bool = True) -> None:
         """Note an absent key; without `sort` the sorted notes are rebuilt by the caller."""
