@@ -13,7 +13,8 @@ from working_memory.core.board import BoardSnapshot
 from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import (HalfLifeBlend, ImportanceLRU, PyWorkingSet,
                                           WorkingSet)
-from working_memory.core.items import BoardEntry, Event, EventKind, Source
+from working_memory.core.frozen import deep_freeze
+from working_memory.core.items import BoardEntry, Event, EventKind, Source, prepare_text
 from working_memory.core.manifest import Manifest
 from working_memory.core.ranking import LevelRanking, SEQ
 from working_memory.core.timebase import TimeBase
@@ -35,6 +36,15 @@ def test_the_built_package_puts_in_c():
     assert after['fast'] - before['fast'] == 100
     assert after['reference'] == before['reference']
     assert len(working_set.eviction_log) == 97
+
+
+def test_a_c_put_measures_a_frozen_value_by_its_kept_text():
+    # The text a frozen value keeps is its text: the put takes its length, not encoding again.
+    value = deep_freeze({'reading': 0.25})
+    value.json_text = '{"kept":1}'
+    for working_set in (WorkingSet(capacity=4), PyWorkingSet(capacity=4)):
+        working_set.put('k', value, importance=0.5, now=0.0)
+        assert working_set.get('k').size == 10
 
 
 def test_the_built_package_touches_the_served_set_in_c():
@@ -86,12 +96,20 @@ def test_exempt_items_put_in_c_are_never_evicted_and_raise_the_alarm():
     assert working_set.capacity_alarm
 
 
+def _prepared():
+    value = deep_freeze({'reading': 0.25, 'unit': 'm'})
+    prepare_text(value)
+    return value
+
+
 KEYS = st.sampled_from(['a', 'b', 'c', 'd', 'e', 'goal:g', 'safety:s', ''])
 IMPORTANCES = st.sampled_from([0.0, 0.1, 0.5, 0.5, 0.9, 1.0, 1, 1.5, math.nan, True])
 VALUES = st.one_of(st.integers(min_value=-10**25, max_value=10**25), st.floats(),
                    st.text(max_size=5), st.none(), st.booleans(),
                    st.lists(st.integers(), max_size=3), st.just({'x': [1, 2]}),
-                   st.just(object()), st.just(Source.BOARD))
+                   st.just(object()), st.just(Source.BOARD),
+                   # Frozen values with and without their kept text (read from its slot in C).
+                   st.builds(lambda: deep_freeze({'x': [1, 2.5]})), st.builds(_prepared))
 FIELDS = st.fixed_dictionaries({}, optional={
     'source': st.sampled_from([Source.BOARD, Source.LOG, 'board', 'nonsense']),
     'stamp': st.sampled_from([None, 1.5, -2.0, 0.0, 3, math.inf, math.nan, 'x']),

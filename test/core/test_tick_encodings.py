@@ -229,3 +229,13 @@ def test_the_c_item_encodings_refuse_bad_input_clearly():
         _c_framed_each([item], {'k': ('short',)}, {})
     with pytest.raises(TypeError, match='framed_each'):
         frames._frame_cdr.framed_each([item], {}, {})
+
+
+@pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+def test_a_frozen_values_kept_text_is_the_text_in_c_and_in_the_reference():
+    value = deep_freeze({'reading': 0.25})
+    value.json_text = '{"kept":1}'   # the kept text is the value's text: not encoded again
+    item = Item('k', value, Source.BOARD, 0.5, 1.0, 2.0)
+    for each in (_c_framed_each, frames.py_framed_each):
+        (part,) = each((item,), {}, {})
+        assert part[8:] == b'["k",{"kept":1},"board",0.5,1.0,false,false]'

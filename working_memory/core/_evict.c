@@ -38,6 +38,9 @@ static PyObject *encode_ascii, *capacity_reason, *level_ranking_type, *timebase_
 /* Offsets of the __slots__ fields of TimeBase, LevelRanking and _Level (read in place). */
 static Py_ssize_t off_last_ros, off_offset, off_last_effective, off_levels, off_order;
 static Py_ssize_t off_used, off_returned, off_ordered;
+/* core.frozen.FrozenDict and its `json_text` slot: a frozen value's kept text (items.py). */
+static PyObject *frozen_type;
+static Py_ssize_t off_json_text;
 static unsigned long long fast_puts, reference_puts;
 static PyTypeObject *odict_type;
 static PyObject *odict_popitem;   /* OrderedDict.popitem */
@@ -122,6 +125,11 @@ json_size(PyObject *value)
         return 4;
     } else if (value == Py_False) {
         return 5;
+    } else if ((PyObject *)cls == frozen_type) {
+        /* The text value_text keeps on the value (ASCII: its length is its byte length). */
+        PyObject *text = *(PyObject **)((char *)value + off_json_text);
+        if (text && PyUnicode_CheckExact(text))
+            return PyUnicode_GET_LENGTH(text);
     }
     PyObject *size = PyObject_CallOneArg(json_size_py, value);
     if (!size)
@@ -762,14 +770,15 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"reference_put", "source_type", "source_default", "record_type",
                             "json_size", "encode_ascii", "capacity_reason", "level_ranking",
-                            "level", "timebase", "reference_touch", NULL};
-    PyObject *values[11];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOO", names, &values[0], &values[1],
-                                     &values[2], &values[3], &values[4], &values[5], &values[6],
-                                     &values[7], &values[8], &values[9], &values[10]))
+                            "level", "timebase", "reference_touch", "frozen_type", NULL};
+    PyObject *values[12];
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOO", names, &values[0],
+                                     &values[1], &values[2], &values[3], &values[4], &values[5],
+                                     &values[6], &values[7], &values[8], &values[9], &values[10],
+                                     &values[11]))
         return NULL;
-    for (int i = 7; i < 10; i++) {
-        if (!PyType_Check(values[i]))
+    for (int i = 7; i < 12; i++) {
+        if (i != 10 && !PyType_Check(values[i]))   /* 10: reference_touch, a function */
             return PyErr_Format(PyExc_TypeError, "%s must be a class", names[i]);
     }
     if (!PyType_Check(values[1]) || !PyType_Check(values[3])
@@ -782,12 +791,13 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
         || (off_order = slot_offset(values[7], "_order")) < 0
         || (off_used = slot_offset(values[8], "used")) < 0
         || (off_returned = slot_offset(values[8], "returned")) < 0
-        || (off_ordered = slot_offset(values[8], "ordered")) < 0)
+        || (off_ordered = slot_offset(values[8], "ordered")) < 0
+        || (off_json_text = slot_offset(values[11], "json_text")) < 0)
         return NULL;
-    PyObject **targets[11] = {&reference_put, &source_type, &source_default, &record_type,
+    PyObject **targets[12] = {&reference_put, &source_type, &source_default, &record_type,
                               &json_size_py, &encode_ascii, &capacity_reason, &level_ranking_type,
-                              &level_type, &timebase_type, &reference_touch};
-    for (int i = 0; i < 11; i++)
+                              &level_type, &timebase_type, &reference_touch, &frozen_type};
+    for (int i = 0; i < 12; i++)
         Py_XSETREF(*targets[i], Py_NewRef(values[i]));
     Py_RETURN_NONE;
 }

@@ -23,6 +23,8 @@
  * put in `used`), the common item's text written here ([key, value text, source, importance,
  * stamp, stale, exempt] as compact JSON, `escape` the key's JSON string, `sources` a source's
  * JSON text), any other item's by `fallback(item)`, the reference's `_item_encoding`.
+ * After `kept_texts(FrozenDict)` (core/frames.py calls it), a frozen value's text is the one
+ * it keeps (`json_text`, what `value_text` returns) without calling `text_of`.
  * Pure: no ROS.
  */
 
@@ -33,6 +35,8 @@
 #include <string.h>
 
 static PyObject *s_value;        /* "_value_": an Enum member's value, without its property */
+static PyObject *s_json_text;    /* "json_text": a frozen value's kept text (core/items.py) */
+static PyObject *frozen_type;    /* core.frozen.FrozenDict once `kept_texts` named it */
 static PyObject *struct_error;   /* struct.error, what the reference's struct.pack raises */
 
 /* Item fields by position (core/items.py Item). */
@@ -99,6 +103,30 @@ static Py_ssize_t read_phase(PyObject *number)
         return -1;
     }
     return phase;
+}
+
+/* The text of `value`: a frozen value's kept text (what core/items.py `value_text` returns
+ * for it, read without the call), else `text_of(value)`. A new reference or NULL. */
+static PyObject *text_for(PyObject *text_of, PyObject *value)
+{
+    if (frozen_type && (PyObject *)Py_TYPE(value) == frozen_type) {
+        PyObject *text = PyObject_GetAttr(value, s_json_text);
+        if (text || !PyErr_ExceptionMatches(PyExc_AttributeError))
+            return text;
+        PyErr_Clear();   /* not kept yet: text_of makes (and keeps) it */
+    }
+    return PyObject_CallOneArg(text_of, value);
+}
+
+static PyObject *
+kept_texts(PyObject *module, PyObject *cls)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "kept_texts(cls): cls must be a class");
+        return NULL;
+    }
+    Py_XSETREF(frozen_type, Py_NewRef(cls));
+    Py_RETURN_NONE;
 }
 
 /* (before, flags, length) of a checked `item` with value text `value_text` at `phase`. */
@@ -270,7 +298,7 @@ static PyObject *item_piece(PyObject *item, Py_ssize_t phase, PyObject *used, Py
     PyObject *kept_split = PyDict_GetItemWithError(by_phase, phase_key);
     if (!kept_split) {
         if (PyErr_Occurred()
-            || !(text = PyObject_CallOneArg(text_of, PyTuple_GET_ITEM(item, 1)))
+            || !(text = text_for(text_of, PyTuple_GET_ITEM(item, 1)))
             || !(made = split(item, text, phase))
             || PyDict_SetItem(by_phase, phase_key, made) < 0)
             goto done;
@@ -387,7 +415,7 @@ static PyObject *item_framed(PyObject *item, PyObject *text_of, PyObject *escape
     PyObject *text = NULL, *result = NULL;
     if (finite_float(importance) && finite_float(stamp) && PyBool_Check(stale)
         && PyBool_Check(exempt) && PyUnicode_CheckExact(key)) {
-        parts[1] = PyObject_CallOneArg(text_of, PyTuple_GET_ITEM(item, 1));
+        parts[1] = text_for(text_of, PyTuple_GET_ITEM(item, 1));
         if (!parts[1]) {
             if (!PyErr_ExceptionMatches(PyExc_ValueError))
                 goto done;
@@ -508,6 +536,8 @@ static PyMethodDef module_methods[] = {
      "Return a WorkingItem's (bytes before last_used, flags, length) at a phase (see wire)."},
     {"item_pieces", (PyCFunction)(void (*)(void))item_pieces, METH_FASTCALL,
      "Return the (piece, split) of items at positions, kept pieces reused (see wire)."},
+    {"kept_texts", kept_texts, METH_O,
+     "Read the kept text of a value of this class (FrozenDict.json_text) without text_of."},
     {"framed_each", (PyCFunction)(void (*)(void))framed_each, METH_FASTCALL,
      "Return each item's framed digest encoding, kept ones reused (see core/frames.py)."},
     {NULL}
@@ -522,7 +552,8 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__frame_cdr(void)
 {
-    if (!(s_value = PyUnicode_InternFromString("_value_")))
+    if (!(s_value = PyUnicode_InternFromString("_value_"))
+        || !(s_json_text = PyUnicode_InternFromString("json_text")))
         return NULL;
     PyObject *struct_module = PyImport_ImportModule("struct");
     if (!struct_module)

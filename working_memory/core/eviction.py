@@ -14,6 +14,7 @@ from types import MemberDescriptorType
 from typing import Any, Iterable, NamedTuple, Protocol
 
 from working_memory.core.checks import check_int, is_finite_number
+from working_memory.core.frozen import FrozenDict
 from working_memory.core.items import Item, Source, check_importance, json_size
 from working_memory.core.ranking import (EXEMPT, HeapRanking, IMPORTANCE, ITEM, KEY, LAST_USED,
                                          LevelRanking, NUMBER, OUT, RECORD, SEQ, SIZE, STALE,
@@ -688,6 +689,6 @@ else:
                      source_default=Source.BOARD, record_type=EvictionRecord, json_size=json_size,
                      encode_ascii=encode_basestring_ascii, capacity_reason=CAPACITY,
                      level_ranking=LevelRanking, level=_Level, timebase=TimeBase,
-                     reference_touch=PyWorkingSet.touch_present)
+                     reference_touch=PyWorkingSet.touch_present, frozen_type=FrozenDict)
 # True when WorkingSet.put runs in C (test/core/test_eviction_c.py holds the build to it).
 ACCELERATED = _evict is not None

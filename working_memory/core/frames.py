@@ -18,6 +18,7 @@ import numpy as np
 
 from working_memory.core.checks import check_int
 from working_memory.core.eviction import EvictionRecord, Readmission
+from working_memory.core.frozen import FrozenDict
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, Item, Missing, MissingReason, Source, value_text
 from working_memory.core.timebase import epoch_time
@@ -192,6 +193,8 @@ try:   # each changed item's digest encoding in C (`py_framed_each` below withou
     from working_memory.core import _frame_cdr
 except ImportError:
     _frame_cdr = None
+else:   # a frozen value's kept text is read there without a call of value_text
+    _frame_cdr.kept_texts(FrozenDict)
 
 
 def _digest(parts: Iterable[bytes]) -> str:
