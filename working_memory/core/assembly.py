@@ -453,13 +453,19 @@ class Assembler:
         self._stale_keys = stale
         boards = [(selection.board, self._weight_for(selection.manifest))
                   for selection in selections] if touched else ()
+        board_source = Source.BOARD
         for key in touched:
             want = None
             for board, weight in boards:
                 entry = board.get(key)
-                if entry is not None:
-                    want = _merged(want, Source.BOARD, entry.value, entry.stamp,
-                                   weight(key) if entry.importance is None else entry.importance,
+                if entry is None:
+                    continue
+                importance = weight(key) if entry.importance is None else entry.importance
+                if want is None:   # _merged's result for a first wish, without its call
+                    want = {'value': entry.value, 'importance': importance,
+                            'source': board_source, 'stamp': entry.stamp, 'exempt': False}
+                else:
+                    want = _merged(want, board_source, entry.value, entry.stamp, importance,
                                    False)
             if want is not None:
                 if key not in board_wanted:
