@@ -47,6 +47,20 @@ def test_a_c_put_measures_a_frozen_value_by_its_kept_text():
         assert working_set.get('k').size == 10
 
 
+def test_the_built_package_hands_out_the_served_items_in_c_and_keeps_them():
+    from working_memory.core import _evict
+    working_set = WorkingSet(capacity=4)
+    for key in ('a', 'b'):
+        working_set.put(key, key, importance=0.5, now=1.0)
+    before = _evict.counts()
+    first = working_set.items_of(['a', 'b', 'never'])
+    assert [item and item.key for item in first] == ['a', 'b', None]
+    assert working_set.items_of(('a', 'b'))[0] is first[0] is working_set.get('a')
+    after = _evict.counts()
+    assert after['fast_items_of'] - before['fast_items_of'] == 2
+    assert after['reference_items_of'] == before['reference_items_of']
+
+
 def test_the_built_package_touches_the_served_set_in_c():
     from working_memory.core import _evict
     working_set = WorkingSet(capacity=3)
@@ -140,6 +154,9 @@ OPERATIONS = st.one_of(
     # The assembler's touch of its served set: a list (the C path) or another iterable.
     st.tuples(st.just('touch_present'), st.lists(KEYS, max_size=6),
               st.sampled_from([list, list, tuple, iter]), STEPS),
+    # The assembler's items of a served set: a list (the C path) or another iterable.
+    st.tuples(st.just('items_of'), st.lists(KEYS, max_size=6),
+              st.sampled_from([list, list, tuple, iter])),
     st.tuples(st.just('remove'), KEYS),
     st.tuples(st.just('mark_stale'), KEYS),
     st.tuples(st.just('settle'), st.lists(KEYS, max_size=4)),
@@ -172,6 +189,9 @@ def _apply(working_set, operation, now):
         if name == 'touch_present':
             keys, kind, _ = arguments
             return working_set.touch_present(kind(keys), now)
+        if name == 'items_of':
+            keys, kind = arguments
+            return working_set.items_of(kind(keys))
         if name == 'tick':
             working_set.tick = arguments[0]
             return None

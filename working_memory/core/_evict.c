@@ -35,6 +35,9 @@ typedef struct {
 /* What configure() was given: the reference put, the classes and the helpers put needs. */
 static PyObject *reference_put, *reference_touch, *source_type, *source_default, *record_type, *json_size_py;
 static PyObject *encode_ascii, *capacity_reason, *level_ranking_type, *timebase_type, *level_type;
+/* items_of's reference (PyWorkingSet.items_of) and the Item class it makes. */
+static PyObject *reference_items_of, *item_type;
+static unsigned long long fast_items_of, reference_items_ofs;
 /* Offsets of the __slots__ fields of TimeBase, LevelRanking and _Level (read in place). */
 static Py_ssize_t off_last_ros, off_offset, off_last_effective, off_levels, off_order;
 static Py_ssize_t off_used, off_returned, off_ordered;
@@ -597,6 +600,25 @@ level_use(PyObject *ranking, PyObject *slot)
     return failed;
 }
 
+/* The slot of `keys[i]` in `slots` into `*slot` (a new reference, NULL when absent): 0, or -1
+ * with an error (a failed lookup, or something else than a slot list). The key is held while
+ * the lookup may run Python code (its __eq__). */
+static int
+slot_at(PyObject *slots, PyObject *keys, Py_ssize_t i, PyObject **slot)
+{
+    PyObject *key = Py_NewRef(PySequence_Fast_GET_ITEM(keys, i));
+    *slot = Py_XNewRef(PyDict_GetItemWithError(slots, key));
+    Py_DECREF(key);
+    if (!*slot)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyList_CheckExact(*slot) || PyList_GET_SIZE(*slot) != SLOT_FIELDS) {
+        Py_CLEAR(*slot);
+        PyErr_SetString(PyExc_RuntimeError, "a working set slot is not a slot list");
+        return -1;
+    }
+    return 0;
+}
+
 /* WorkingSet.touch_present(keys, now): a list or tuple of keys, a forward clock and a
  * LevelRanking (the assembler's call, every tick for its whole served set) here; any other
  * call by the reference. The slots are changed and used one after the other, which leaves
@@ -628,18 +650,10 @@ core_touch_present(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject
     int failed = 0;
     /* A list may change under us: measured and indexed each time, as its iterator does. */
     for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(keys); i++) {
-        PyObject *key = Py_NewRef(PySequence_Fast_GET_ITEM(keys, i));
-        PyObject *slot = Py_XNewRef(PyDict_GetItemWithError(slots, key));
-        Py_DECREF(key);
-        if (!slot) {
-            failed = PyErr_Occurred() ? -1 : 0;
+        PyObject *slot;
+        if ((failed = slot_at(slots, keys, i, &slot)) < 0 || !slot)
             continue;
-        }
-        int out = -1, earlier = 0, exempt = 0;
-        if (!PyList_CheckExact(slot) || PyList_GET_SIZE(slot) != SLOT_FIELDS)
-            PyErr_SetString(PyExc_RuntimeError, "a working set slot is not a slot list");
-        else
-            out = PyObject_IsTrue(PyList_GET_ITEM(slot, OUT));
+        int out = PyObject_IsTrue(PyList_GET_ITEM(slot, OUT)), earlier = 0, exempt = 0;
         if (out == 0)
             earlier = PyObject_RichCompareBool(PyList_GET_ITEM(slot, LAST_USED), effective, Py_LT);
         if (out < 0 || earlier < 0) {
@@ -677,6 +691,59 @@ core_touch_present(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject
 reference:
     return call_target(reference_touch, &reference_touches, (PyObject *)self, args, nargs,
                        kwnames);
+}
+
+/* WorkingSet.items_of(keys): a list or tuple of keys here, any other call by the reference.
+ * A present slot's Item is made from its fields (as the reference's tuple.__new__ of
+ * slot[:SEQ]) when a put or touch dropped it, and kept in the slot. Everything read is held
+ * while Python code may run (a key's __eq__ in a dict lookup). */
+static PyObject *
+core_items_of(Core *self, PyObject *keys)
+{
+    if (!self->slots || !PyDict_CheckExact(self->slots) || !item_type
+        || !(PyList_CheckExact(keys) || PyTuple_CheckExact(keys))) {
+        PyObject *args[1] = {keys};
+        return call_target(reference_items_of, &reference_items_ofs, (PyObject *)self, args, 1,
+                           NULL);
+    }
+    fast_items_of++;
+    PyObject *result = PyList_New(0);
+    if (!result)
+        return NULL;
+    keys = Py_NewRef(keys);
+    PyObject *slots = Py_NewRef(self->slots);
+    int failed = 0;
+    /* A list may change under us: measured and indexed each time, as its iterator does. */
+    for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(keys); i++) {
+        PyObject *slot, *item = NULL;
+        int out = 1;
+        if ((failed = slot_at(slots, keys, i, &slot)) < 0
+            || (slot && (out = PyObject_IsTrue(PyList_GET_ITEM(slot, OUT))) < 0)) {
+            failed = -1;
+        } else if (!out) {
+            item = Py_NewRef(PyList_GET_ITEM(slot, ITEM));
+            if (item == Py_None) {
+                Py_SETREF(item, ((PyTypeObject *)item_type)->tp_alloc((PyTypeObject *)item_type,
+                                                                      SEQ));
+                if (item) {
+                    for (Py_ssize_t f = 0; f < SEQ; f++)
+                        PyTuple_SET_ITEM(item, f, Py_NewRef(PyList_GET_ITEM(slot, f)));
+                    failed = set_slot(slot, ITEM, item);
+                } else {
+                    failed = -1;
+                }
+            }
+        }
+        if (!failed)
+            failed = PyList_Append(result, item ? item : Py_None);
+        Py_XDECREF(item);
+        Py_XDECREF(slot);
+    }
+    Py_DECREF(keys);
+    Py_DECREF(slots);
+    if (failed)
+        Py_CLEAR(result);
+    return result;
 }
 
 static int
@@ -731,6 +798,8 @@ static PyMethodDef core_methods[] = {
     {"touch_present", (PyCFunction)(void (*)(void))core_touch_present,
      METH_FASTCALL | METH_KEYWORDS,
      "Touch each present key not yet used now (see PyWorkingSet.touch_present)."},
+    {"items_of", (PyCFunction)core_items_of, METH_O,
+     "Return the item of each key, None where it is not present (see PyWorkingSet.items_of)."},
     {NULL}
 };
 
@@ -770,20 +839,24 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"reference_put", "source_type", "source_default", "record_type",
                             "json_size", "encode_ascii", "capacity_reason", "level_ranking",
-                            "level", "timebase", "reference_touch", "frozen_type", NULL};
-    PyObject *values[12];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOO", names, &values[0],
+                            "level", "timebase", "reference_touch", "frozen_type",
+                            "reference_items_of", "item_type", NULL};
+    PyObject *values[14];
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOO", names, &values[0],
                                      &values[1], &values[2], &values[3], &values[4], &values[5],
                                      &values[6], &values[7], &values[8], &values[9], &values[10],
-                                     &values[11]))
+                                     &values[11], &values[12], &values[13]))
         return NULL;
-    for (int i = 7; i < 12; i++) {
-        if (i != 10 && !PyType_Check(values[i]))   /* 10: reference_touch, a function */
+    for (int i = 7; i < 14; i++) {
+        /* 10 and 12: reference_touch and reference_items_of, functions */
+        if (i != 10 && i != 12 && !PyType_Check(values[i]))
             return PyErr_Format(PyExc_TypeError, "%s must be a class", names[i]);
     }
     if (!PyType_Check(values[1]) || !PyType_Check(values[3])
-        || !PyType_IsSubtype((PyTypeObject *)values[3], &PyTuple_Type))
-        return PyErr_Format(PyExc_TypeError, "source_type and record_type (a tuple) are classes");
+        || !PyType_IsSubtype((PyTypeObject *)values[3], &PyTuple_Type)
+        || !PyType_IsSubtype((PyTypeObject *)values[13], &PyTuple_Type))
+        return PyErr_Format(PyExc_TypeError,
+                            "source_type, record_type and item_type (tuples) are classes");
     if ((off_last_ros = slot_offset(values[9], "_last_ros")) < 0
         || (off_offset = slot_offset(values[9], "_offset")) < 0
         || (off_last_effective = slot_offset(values[9], "_last_effective")) < 0
@@ -794,10 +867,11 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
         || (off_ordered = slot_offset(values[8], "ordered")) < 0
         || (off_json_text = slot_offset(values[11], "json_text")) < 0)
         return NULL;
-    PyObject **targets[12] = {&reference_put, &source_type, &source_default, &record_type,
+    PyObject **targets[14] = {&reference_put, &source_type, &source_default, &record_type,
                               &json_size_py, &encode_ascii, &capacity_reason, &level_ranking_type,
-                              &level_type, &timebase_type, &reference_touch, &frozen_type};
-    for (int i = 0; i < 12; i++)
+                              &level_type, &timebase_type, &reference_touch, &frozen_type,
+                              &reference_items_of, &item_type};
+    for (int i = 0; i < 14; i++)
         Py_XSETREF(*targets[i], Py_NewRef(values[i]));
     Py_RETURN_NONE;
 }
@@ -805,8 +879,10 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
 static PyObject *
 counts(PyObject *module, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsK}", "fast", fast_puts, "reference", reference_puts,
-                         "fast_touches", fast_touches, "reference_touches", reference_touches);
+    return Py_BuildValue("{sKsKsKsKsKsK}", "fast", fast_puts, "reference", reference_puts,
+                         "fast_touches", fast_touches, "reference_touches", reference_touches,
+                         "fast_items_of", fast_items_of, "reference_items_of",
+                         reference_items_ofs);
 }
 
 /* changed_positions(old, new, same, equal): the positions i where old[i] and new[i] (tuples,

@@ -689,6 +689,7 @@ else:
                      source_default=Source.BOARD, record_type=EvictionRecord, json_size=json_size,
                      encode_ascii=encode_basestring_ascii, capacity_reason=CAPACITY,
                      level_ranking=LevelRanking, level=_Level, timebase=TimeBase,
-                     reference_touch=PyWorkingSet.touch_present, frozen_type=FrozenDict)
+                     reference_touch=PyWorkingSet.touch_present, frozen_type=FrozenDict,
+                     reference_items_of=PyWorkingSet.items_of, item_type=Item)
 # True when WorkingSet.put runs in C (test/core/test_eviction_c.py holds the build to it).
 ACCELERATED = _evict is not None
