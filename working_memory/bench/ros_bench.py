@@ -199,6 +199,7 @@ BIG_BOARD_CAPACITY = 256
 BURST_S = 3.0                   # [s] flood burst
 RECOVERY_WINDOW_S = 0.5         # [s] a window at >= 90 % of the nominal tick rate: recovered
 SOAK_KEYS = 1000                # live sensor keys in the soak (the monitor selects them)
+P99_FRAMES = 200                # frames per repetition at least, for the latency figures
 
 
 @dataclass
@@ -233,26 +234,27 @@ class Scene:
     load: tuple[str, ...]
     probe: tuple[str, ...] = ()
     settle_s: float | None = None   # [s] before measuring; None: the settings' settle_s
+    measure_s: float | None = None  # [s] measured; None: the settings' measure_s
 
 
 def _frames_under_load(workdir: pathlib.Path, env: dict, settings: Settings, scene: Scene,
                        subject: list[str] | None, frame_file: str) -> dict:
     """Run the subject (the node, or the plain baseline when None) with load and a probe."""
     settle = settings.settle_s if scene.settle_s is None else scene.settle_s
+    measure = settings.measure_s if scene.measure_s is None else scene.measure_s
     with Run(workdir, env) as run:
         if subject is None:
             target = run.role('plain', 'plain.json', '--frame-file', frame_file,
                               '--tick-hz', str(scene.tick_hz),
-                              '--duration', str(settle + settings.measure_s + 5))
+                              '--duration', str(settle + measure + 5))
         else:
             target = run.start(subject)
         load = run.role('load', 'load.json', *scene.load,
-                        '--duration', str(settle + settings.measure_s + 1))
+                        '--duration', str(settle + measure + 1))
         time.sleep(settle)
-        probe = run.role('probe', 'probe.json', *scene.probe,
-                         '--duration', str(settings.measure_s))
+        probe = run.role('probe', 'probe.json', *scene.probe, '--duration', str(measure))
         cpu_start, started = cpu_seconds(target.pid), time.monotonic()
-        result = run.result(probe, 'probe.json', settings.measure_s + 30)
+        result = run.result(probe, 'probe.json', measure + 30)
         result['cpu_share'] = (cpu_seconds(target.pid) - cpu_start) / (time.monotonic() - started)
         sent = run.result(load, 'load.json', 30)
         result['board_hz'] = sent['sent'] / sent['elapsed_s']
@@ -423,7 +425,11 @@ def _repeat(settings: Settings, measure_once) -> tuple:
 
 def _frame_figures(workdir, env, settings: Settings, frame_file: str,
                    tick_hz: float) -> list[Figure]:
-    scene = Scene(tick_hz, _load_options(settings, settings.board_hz))
+    # Long enough for a p99 that is one: at 10 Hz, 5 s hold 50 frames, whose p99 is their
+    # largest but one; P99_FRAMES frames put the 1 % in the 2 largest (not in --quick runs).
+    measure = settings.measure_s if settings.quick else max(settings.measure_s,
+                                                            P99_FRAMES / tick_hz)
+    scene = Scene(tick_hz, _load_options(settings, settings.board_hz), measure_s=measure)
     ours, plain = [], []
     for _ in range(settings.repeats):
         ours.append(_frames_under_load(workdir, env, settings, scene,
