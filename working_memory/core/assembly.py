@@ -453,26 +453,29 @@ class Assembler:
         self._stale_keys = stale
         boards = [(selection.board, self._weight_for(selection.manifest))
                   for selection in selections] if touched else ()
+        # Each cabin's part of the wishes: its served keys among the touched ones (the smaller
+        # set is the one iterated), merged over the cabins in their order.
+        wants: dict[str, dict] = {}
         board_source = Source.BOARD
-        for key in touched:
-            want = None
-            for board, weight in boards:
-                entry = board.get(key)
-                if entry is None:
-                    continue
+        for board, weight in boards:
+            for key in board.keys() & touched:
+                entry = board[key]
                 importance = weight(key) if entry.importance is None else entry.importance
-                if want is None:   # _merged's result for a first wish, without its call
-                    want = {'value': entry.value, 'importance': importance,
-                            'source': board_source, 'stamp': entry.stamp, 'exempt': False}
+                previous = wants.get(key)
+                if previous is None:   # _merged's result for a first wish, without its call
+                    wants[key] = {'value': entry.value, 'importance': importance,
+                                  'source': board_source, 'stamp': entry.stamp, 'exempt': False}
                 else:
-                    want = _merged(want, board_source, entry.value, entry.stamp, importance,
-                                   False)
-            if want is not None:
-                if key not in board_wanted:
-                    bisect.insort(self._board_sorted, key)
-                board_wanted[key] = want
-            elif board_wanted.pop(key, None) is not None:
-                del self._board_sorted[bisect.bisect_left(self._board_sorted, key)]
+                    wants[key] = _merged(previous, board_source, entry.value, entry.stamp,
+                                         importance, False)
+        board_sorted = self._board_sorted
+        for key, want in wants.items():
+            if key not in board_wanted:
+                bisect.insort(board_sorted, key)
+            board_wanted[key] = want
+        for key in touched.difference(wants):
+            if board_wanted.pop(key, None) is not None:
+                del board_sorted[bisect.bisect_left(board_sorted, key)]
         events: dict[str, dict] = {}
         for selection in selections:
             if not selection.events:
@@ -505,7 +508,7 @@ class Assembler:
         candidates = []
         holding = ws.holding
         for key in sorted(check):
-            want = events.get(key) or board_wanted.get(key)
+            want = (events.get(key) if events else None) or board_wanted.get(key)
             if want is None:
                 continue
             held = holding(key, want['value'], want['stamp'], want['importance'])
