@@ -1,6 +1,7 @@
 """The node's tick from stamp to bytes, in one process (a ROS face: the node's own encoder).
 
-Run with `tools/rosenv python -P -m working_memory.bench.tick_node [--sleep 0.01] [--profile]`.
+Run with `tools/rosenv python -P -m working_memory.bench.tick_node [--sleep 0.01] [--profile]
+[--tick-hz 10]`.
 It replays the tick `make bench-ros` measures at 100 Hz + 1 kHz (the frames100 group): the
 demo's three cabins (config/working_memory.yaml), a 4000 x 4000 map at 0.05 m, 30 sensor
 keys of which 10 change per tick, the mission and pose re-sent every second; each tick runs
@@ -36,13 +37,18 @@ from working_memory.ros import conversions as conv
 SENSORS = 30             # sensor keys, as `make bench-ros` sends them
 CHANGES_PER_TICK = 10    # 1 kHz board at 100 Hz ticks
 TICK_S = 0.01            # [s]
+BOARD_HZ = 1000.0        # [1/s] board updates, one sensor each
 WARM_UP_TICKS = 300
 
 
 class TickReplay:
     """The bench's board and the node's assembler and encoder, ticked on a fixed clock."""
 
-    def __init__(self, capacity: int = 40):
+    def __init__(self, capacity: int = 40, tick_s: float | None = None,
+                 changes: int | None = None):
+        """Tick every `tick_s` [s], `changes` board updates each (None: the module defaults)."""
+        self.tick_s = TICK_S if tick_s is None else tick_s
+        self.changes = CHANGES_PER_TICK if changes is None else changes
         working_set = WorkingSet(capacity, None, ('goal', 'safety'), ImportanceLRU())
         self.board = BoardSnapshot(working_set.timebase)
         self.log = EventLog(10_000, working_set.timebase)
@@ -59,13 +65,13 @@ class TickReplay:
     def inputs(self) -> float:
         """Apply one tick's board changes; return the tick's time [s]."""
         self.tick += 1
-        now = self._start + self.tick * TICK_S
-        for _ in range(CHANGES_PER_TICK):
+        now = self._start + self.tick * self.tick_s
+        for _ in range(self.changes):
             index = self.sent % SENSORS
             self.board.apply([BoardEntry(f'sensor:{index}', {'reading': math.sin(self.sent)},
                                          now, importance=0.05, ttl=1.0, tags=('sensor',))])
             self.sent += 1
-        if self.tick % round(1.0 / TICK_S) == 1:
+        if self.tick % round(1.0 / self.tick_s) == 1:
             self.board.apply([*_mission_entries(now), BoardEntry(
                 'pose', {'x': 2.0, 'y': 6.0, 'yaw': 0.0}, now, importance=0.6,
                 tags=('navigation',))])
@@ -89,8 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--sleep', type=float, default=0.0,
                         help='[s] asleep between ticks, as the node (cold caches)')
     parser.add_argument('--profile', action='store_true', help='cProfile the ticks instead')
+    parser.add_argument('--tick-hz', type=float, default=1.0 / TICK_S,
+                        help='[Hz] ticks of the 1 kHz board (10: the frames10 group, every '
+                             'sensor changed per tick)')
     args = parser.parse_args(argv)
-    replay = TickReplay()
+    replay = TickReplay(tick_s=1.0 / args.tick_hz, changes=round(BOARD_HZ / args.tick_hz))
     for _ in range(WARM_UP_TICKS):
         replay.run(replay.inputs())
     print(f'C put: {"yes" if ACCELERATED else "no (pure-Python reference)"}')
