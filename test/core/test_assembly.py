@@ -107,6 +107,25 @@ def test_stale_entry_is_never_served_and_its_item_is_marked_stale():
     assert not world.working_set.get('battery').stale
 
 
+def test_frames_kept_share_a_stale_keys_missing_entry_while_its_age_reads_the_same():
+    # 200 stale sensors at 100 Hz: the age text moves every 0.1 s, so ten frames in a row
+    # must hold one entry per key, not ten (memory of the frames kept, and the tick's cost).
+    working_set = WorkingSet(210)
+    board, log = BoardSnapshot(working_set.timebase), EventLog(10, working_set.timebase)
+    assembler = Assembler({'monitor': Manifest.from_dict('monitor',
+                                                         {'board_keys': ['sensor:*']})},
+                          working_set)
+    board.apply([BoardEntry(f'sensor:{i}', i, 0.0, ttl=0.5) for i in range(200)])
+    packs = [assembler.assemble(tick, 1.0 + tick * 0.01, board, log, None).packs['monitor']
+             for tick in range(1, 12)]   # ages 0.51 .. 0.61 s: '0.5' then '0.6'
+    texts = [{m.detail for m in pack.missing} for pack in packs]
+    assert all(len(pack.missing) == 200 for pack in packs)
+    for before, after, text_before, text_after in zip(packs, packs[1:], texts, texts[1:]):
+        shared = sum(a is b for a, b in zip(before.missing, after.missing))
+        assert shared == (200 if text_before == text_after else 0), (text_before, text_after)
+    assert {len(t) for t in texts} == {1} and len(set.union(*texts)) == 2
+
+
 def test_required_key_evicted_for_capacity_is_missing_evicted_with_tick_and_importance():
     world = World(capacity=2, planner={
         'board_keys': ['reading:*'], 'required': ['reading:low'],

@@ -239,3 +239,25 @@ def test_a_frozen_values_kept_text_is_the_text_in_c_and_in_the_reference():
     for each in (_c_framed_each, frames.py_framed_each):
         (part,) = each((item,), {}, {})
         assert part[8:] == b'["k",{"kept":1},"board",0.5,1.0,false,false]'
+
+
+_notes = st.builds(frames.AbsentNote, key=st.sampled_from(['a', 'b']),
+                   reason=st.sampled_from([MissingReason.STALE, MissingReason.EVICTED]),
+                   detail=st.sampled_from(['stale for ', 'unused for ']),
+                   since=st.none() | st.floats(0.0, 5.0), suffix=st.sampled_from(['', ' s']))
+
+
+@given(st.lists(st.tuples(st.lists(_notes, max_size=3), st.floats(0.0, 10.0)), max_size=12))
+def test_notes_at_a_tick_are_what_each_note_says_then_and_the_same_object_while_it_reads_so(
+        ticks):
+    notes_at, last = frames.NotesAt(), {}
+    for notes, now in ticks:
+        for note in notes:
+            missing = notes_at.at(note, now)
+            assert missing == note.at(now)
+            before = last.get(id(note))
+            if before is not None and before[0] is note and before[1] == missing:
+                assert missing is before[1]   # the same text: the very entry of the last tick
+            last[id(note)] = (note, missing)
+        notes_at.end_tick()
+        last = {key: kept for key, kept in last.items() if any(n is kept[0] for n in notes)}

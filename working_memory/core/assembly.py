@@ -32,8 +32,8 @@ from working_memory.core.checks import is_finite_number
 from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import EvictionRecord, PyWorkingSet, Settlement
 from working_memory.core.frames import (AbsentNote, DIGEST_EQUAL, DIGEST_SAME, Frame,
-                                        ItemEncodings, Pack, changed_positions, freeze_window,
-                                        make_frame, make_pack)
+                                        ItemEncodings, NotesAt, Pack, changed_positions,
+                                        freeze_window, make_frame, make_pack)
 from working_memory.core.gridmap import GridMap, MapWindow, as_point
 from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason, Source
 from working_memory.core.manifest import (
@@ -169,6 +169,7 @@ class Assembler:
         # Absent notes of the last tick and of this one (see _note).
         self._notes: dict[tuple, AbsentNote] = {}
         self._notes_used: dict[tuple, AbsentNote] = {}
+        self._notes_at = NotesAt()   # stale notes' Missing entries, shared while their text holds
         self._eviction_notes: dict[str, tuple[EvictionRecord, AbsentNote]] = {}
         self._eviction_notes_used: dict[str, tuple[EvictionRecord, AbsentNote]] = {}
         # Map windows cut last tick and this tick (see _kept).
@@ -227,6 +228,7 @@ class Assembler:
                      for selection in selections]
             self._encodings.end_tick()
             self._notes, self._notes_used = self._notes_used, {}
+            self._notes_at.end_tick()
             self._eviction_notes, self._eviction_notes_used = self._eviction_notes_used, {}
             return make_frame(tick, now, packs, settlement.evicted, self._ws.capacity_alarm,
                               effective=effective, readmitted=settlement.readmitted)
@@ -583,7 +585,8 @@ class Assembler:
         served = chain((item.key for item in items), map(event_item_key, events))
         returned = ws.readmissions_of(served)
         pack = make_pack(name, tick, stamp, items, events,
-                         selection.map_window, _missing_sorted(selection, now),
+                         selection.map_window,
+                         _missing_sorted(selection, now, self._notes_at),
                          absent_sorted, effective=now,
                          readmitted=sorted(returned, key=lambda r: r.key),
                          encodings=self._encodings)
@@ -775,12 +778,13 @@ def _absent_sorted(selection: _Selection) -> tuple[AbsentNote, ...] | list[Absen
     return sorted(chain(base, added.values()), key=_by_key)
 
 
-def _missing_sorted(selection: _Selection, now: float) -> list[Missing]:
+def _missing_sorted(selection: _Selection, now: float, notes_at: NotesAt) -> list[Missing]:
     """Return a pack's missing entries by key: the stale keys' and the others (which win)."""
     others, notes = selection.missing, selection.stale_notes
     if any(key in selection.stale for key in others):
         notes = [note for note in notes if note.key not in others]
-    return sorted(chain([note.at(now) for note in notes], others.values()), key=_by_key)
+    at = notes_at.at
+    return sorted(chain([at(note, now) for note in notes], others.values()), key=_by_key)
 
 
 def _checked_manifests(manifests: Mapping[str, Manifest]) -> dict[str, Manifest]:

@@ -48,12 +48,45 @@ class AbsentNote:
     since: float | None = None
     suffix: str = ''
 
+    def age(self, now: float) -> str | None:
+        """Return the age text the detail shows at effective `now` [s] ('3.2'), None without."""
+        return None if self.since is None else f'{max(0.0, now - self.since):.1f}'
+
     def at(self, now: float) -> Missing:
         """Return the note as a Missing at effective time `now` [s]."""
-        if self.since is None:
-            return Missing(self.key, self.reason, self.detail)
+        return self._missing(self.age(now))
+
+    def _missing(self, age: str | None) -> Missing:
         return Missing(self.key, self.reason,
-                       f'{self.detail}{max(0.0, now - self.since):.1f}{self.suffix}')
+                       self.detail if age is None else f'{self.detail}{age}{self.suffix}')
+
+
+class NotesAt:
+    """Notes as Missing entries, tick by tick: the very Missing again while its text holds.
+
+    A stale key's note reads 'stale for 3.2 s' and its text changes every 0.1 s, not every
+    tick: the packs of the ticks in between (and the frames kept of them) share one entry
+    instead of each holding its own. What the ending tick did not ask for is forgotten
+    at `end_tick`.
+    """
+
+    def __init__(self):
+        self._kept: dict[int, tuple[AbsentNote, str | None, Missing]] = {}
+        self._used: dict[int, tuple[AbsentNote, str | None, Missing]] = {}
+
+    def at(self, note: AbsentNote, now: float) -> Missing:
+        """Return the note as a Missing at `now` [s]: the last tick's object while the same text."""
+        age = note.age(now)
+        # By identity: the kept tuple holds the note, so its id is not reused meanwhile.
+        kept = self._used.get(id(note)) or self._kept.get(id(note))
+        if kept is None or kept[0] is not note or kept[1] != age:
+            kept = (note, age, note._missing(age))
+        self._used[id(note)] = kept
+        return kept[2]
+
+    def end_tick(self) -> None:
+        """Forget the entries the ending tick did not ask for."""
+        self._kept, self._used = self._used, {}
 
 
 @dataclass(frozen=True, eq=False)
