@@ -174,7 +174,7 @@ def _as_compared(kept: dict) -> list:
 # whole), NaN and Infinity in the value or the fields, a value the encoder refuses, any key.
 _VALUE_POOL = [deep_freeze({'r': 0.5}), deep_freeze({'r': [1, 'x']}), 'text', 1, 1.0, True,
                None, deep_freeze({'r': float('nan')}), float('inf'), object()]
-_NUMBER = st.sampled_from([0.5, 1.0, 1, True, float('nan'), float('inf'), -0.0, None])
+_NUMBER = st.sampled_from([0.5, 1.0, 1, True, float('nan'), float('inf'), -0.0, 0.0, None])
 _odd_items = st.builds(
     Item, key=st.sampled_from(['a', 'b', 'c"\u00e9', '\ud800']),
     value=st.sampled_from(_VALUE_POOL),
@@ -216,6 +216,15 @@ def test_the_c_item_encodings_reuse_and_make_what_the_python_reference_does(data
         assert outs[0] == outs[1]
         for name in ('used', 'kept'):
             assert _as_compared(mine[name]) == _as_compared(theirs[name])
+
+
+@pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+def test_the_c_item_encodings_of_many_keys_and_importances_are_the_references():
+    # More keys than the C keeps the JSON strings of (it starts over), importances changing.
+    items_ = tuple(Item(f'key "{n}" \u00e9', deep_freeze({'n': n}), Source.BOARD,
+                        (0.0, -0.0, 0.25, 0.25)[n % 4], float(n), 0.0) for n in range(5000))
+    for _ in range(2):
+        assert _c_framed_each(items_, {}, {}) == frames.py_framed_each(items_, {}, {})
 
 
 @pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')

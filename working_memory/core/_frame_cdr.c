@@ -390,6 +390,43 @@ static void append(char *out, Py_ssize_t *at, const char *text, Py_ssize_t size,
         out[(*at)++] = after;
 }
 
+/* Keys' JSON strings and the last importance's repr, kept: the same keys and importances
+ * come back every tick (a stamp is new with every reading, so it is written each time). */
+static PyObject *escaped_keys, *last_importance, *last_importance_repr;
+enum { ESCAPED_KEYS = 4096 };   /* kept at most; then the keys start over */
+
+/* `escape(key)`, kept by key (an exact str: its hash and equality are the str's). */
+static PyObject *escaped_key(PyObject *escape, PyObject *key)
+{
+    PyObject *text = PyDict_GetItemWithError(escaped_keys, key);
+    if (text)
+        return Py_NewRef(text);
+    if (PyErr_Occurred() || !(text = PyObject_CallOneArg(escape, key)))
+        return NULL;
+    if (PyDict_GET_SIZE(escaped_keys) >= ESCAPED_KEYS)
+        PyDict_Clear(escaped_keys);
+    if (PyDict_SetItem(escaped_keys, key, text) < 0)
+        Py_CLEAR(text);
+    return text;
+}
+
+/* repr() of an exact float, the last one's kept while the same bits (so -0.0 is not 0.0). */
+static PyObject *importance_repr(PyObject *importance)
+{
+    double value = PyFloat_AS_DOUBLE(importance);
+    if (last_importance) {
+        double last = PyFloat_AS_DOUBLE(last_importance);
+        if (memcmp(&value, &last, sizeof value) == 0)
+            return Py_NewRef(last_importance_repr);
+    }
+    PyObject *text = PyObject_Repr(importance);
+    if (text) {
+        Py_XSETREF(last_importance, Py_NewRef(importance));
+        Py_XSETREF(last_importance_repr, Py_NewRef(text));
+    }
+    return text;
+}
+
 /* New bytes of 8 + `size`, the first 8 `size` in little-endian (frames.py `_framed`). */
 static PyObject *framed_bytes(Py_ssize_t size)
 {
@@ -439,7 +476,7 @@ static PyObject *item_framed(PyObject *item, PyObject *text_of, PyObject *escape
             memcpy(PyBytes_AS_STRING(result) + 8, PyBytes_AS_STRING(text), size);
         goto done;
     }
-    if (!(parts[0] = PyObject_CallOneArg(escape, key)) || !(parts[3] = PyObject_Repr(importance))
+    if (!(parts[0] = escaped_key(escape, key)) || !(parts[3] = importance_repr(importance))
         || !(parts[4] = PyObject_Repr(stamp)))
         goto done;
     const char *data[5];
@@ -553,7 +590,8 @@ PyMODINIT_FUNC
 PyInit__frame_cdr(void)
 {
     if (!(s_value = PyUnicode_InternFromString("_value_"))
-        || !(s_json_text = PyUnicode_InternFromString("json_text")))
+        || !(s_json_text = PyUnicode_InternFromString("json_text"))
+        || !(escaped_keys = PyDict_New()))
         return NULL;
     PyObject *struct_module = PyImport_ImportModule("struct");
     if (!struct_module)
