@@ -1,7 +1,9 @@
 """Context assembly: scopes, working-set pass, per-tick freeze and every missing reason."""
 
+import gc
 import sys
 import threading
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -123,7 +125,44 @@ def test_frames_kept_share_a_stale_keys_missing_entry_while_its_age_reads_the_sa
     for before, after, text_before, text_after in zip(packs, packs[1:], texts, texts[1:]):
         shared = sum(a is b for a, b in zip(before.missing, after.missing))
         assert shared == (200 if text_before == text_after else 0), (text_before, text_after)
+        # The whole list too: a frame kept adds no entry until a text moves.
+        assert (before.missing is after.missing) == (text_before == text_after)
     assert {len(t) for t in texts} == {1} and len(set.union(*texts)) == 2
+
+
+_STALE_KEYS = 200
+
+
+def _retained_bytes_of_stale_keys(frames_kept: int) -> int:
+    """Return the bytes [B] traced after `frames_kept` ticks with _STALE_KEYS stale keys kept."""
+    working_set = WorkingSet(_STALE_KEYS + 10)
+    board = BoardSnapshot(working_set.timebase)
+    log = EventLog(10, working_set.timebase)
+    assembler = Assembler({'monitor': Manifest.from_dict('monitor',
+                                                         {'board_keys': ['sensor:*']})},
+                          working_set)
+    working_set.timebase.observe(0.0)
+    board.apply([BoardEntry(f'sensor:{i}', i, 0.0, ttl=0.5) for i in range(_STALE_KEYS)])
+    store = FrameStore(frames_kept)
+    now = 1.0
+    for tick in range(1, 20):   # warm up: every key stale, caches filled
+        store.publish(assembler.assemble(tick, now + tick * 0.01, board, log, None))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for tick in range(20, 20 + frames_kept):
+            store.publish(assembler.assemble(tick, now + tick * 0.01, board, log, None))
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+
+def test_retained_frames_share_the_missing_entries_of_stale_keys():
+    few, many = _retained_bytes_of_stale_keys(10), _retained_bytes_of_stale_keys(100)
+    # Shared: 90 more frames add a list and entries only when the age text moves (every 0.1 s),
+    # not _STALE_KEYS new entries each (~150 B apiece, as before NotesAt).
+    assert many - few < 90 * _STALE_KEYS * 20, (few, many)
 
 
 def test_required_key_evicted_for_capacity_is_missing_evicted_with_tick_and_importance():

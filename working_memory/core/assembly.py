@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
+import operator
 import threading
 from dataclasses import dataclass, field
 from itertools import chain
@@ -176,6 +177,9 @@ class Assembler:
         self._windows: dict[tuple, tuple] = {}
         self._windows_used: dict[tuple, tuple] = {}
         self._steady: dict[str, _Steady] = {}   # cabin name -> its last steady pack
+        # cabin name -> its last pack's missing tuple, handed out again while its entries are
+        # the very same objects (stale notes' entries stay while their age text holds)
+        self._missing_kept: dict[str, tuple[Missing, ...]] = {}
 
     @property
     def manifests(self) -> dict[str, Manifest]:
@@ -190,6 +194,7 @@ class Assembler:
             self._manifests = manifests
             self._interest = _Interest(manifests, self._pose_key, self._route_key)
             self._steady.clear()   # a cabin no longer there keeps no pack
+            self._missing_kept.clear()
 
     def set_limits(self, capacity: int, size_budget: int | None) -> list[EvictionRecord]:
         """Change the working set's limits between ticks; return the evictions this caused."""
@@ -584,12 +589,16 @@ class Assembler:
         # Made only when some item came back (readmissions_of looks at none otherwise).
         served = chain((item.key for item in items), map(event_item_key, events))
         returned = ws.readmissions_of(served)
-        pack = make_pack(name, tick, stamp, items, events,
-                         selection.map_window,
-                         _missing_sorted(selection, now, self._notes_at),
+        missing = _missing_sorted(selection, now, self._notes_at)
+        last = self._missing_kept.get(name)
+        if (last is not None and len(last) == len(missing)
+                and all(map(operator.is_, last, missing))):
+            missing = last   # the frames kept share one tuple (make_pack keeps a tuple as is)
+        pack = make_pack(name, tick, stamp, items, events, selection.map_window, missing,
                          absent_sorted, effective=now,
                          readmitted=sorted(returned, key=lambda r: r.key),
                          encodings=self._encodings)
+        self._missing_kept[name] = pack.missing
         # Kept only when nothing in it ages or comes from outside the selection: no evicted
         # item or event, no readmission, no stale note, no text of the log's latest events.
         if (not evicted and len(events) == len(selection.events) and not returned
