@@ -276,6 +276,9 @@ class ItemEncodings:
         self._shapes_used: dict[int, tuple] = {}
         self._missing: dict[tuple, bytes] = {}
         self._missing_used: dict[tuple, bytes] = {}
+        # By the missing tuple's identity (packs of many ticks share one): its text, unhashed.
+        self._missing_of: dict[int, tuple[tuple, bytes]] = {}
+        self._missing_of_used: dict[int, tuple[tuple, bytes]] = {}
         # Per group (a pack's cabin): its last item list (see framed_all).
         self._groups: dict[str, _Group] = {}
         self._groups_used: dict[str, _Group] = {}
@@ -340,11 +343,16 @@ class ItemEncodings:
         self._shapes_used[id(map_window)] = shape
         if not missing:
             return shape[1], b'[]'
+        same = self._missing_of_used.get(id(missing)) or self._missing_of.get(id(missing))
+        if same is not None and same[0] is missing:
+            self._missing_of_used[id(missing)] = same
+            return shape[1], same[1]
         fields = tuple(map(_missing_fields, missing))
         text = self._missing_used.get(fields) or self._missing.get(fields)
         if text is None:
             text = _canonical(list(fields))
         self._missing_used[fields] = text
+        self._missing_of_used[id(missing)] = (missing, text)
         return shape[1], text
 
     def event(self, event: Event) -> bytes:
@@ -361,6 +369,7 @@ class ItemEncodings:
         self._events_kept, self._events_used = self._events_used, {}
         self._shapes, self._shapes_used = self._shapes_used, {}
         self._missing, self._missing_used = self._missing_used, {}
+        self._missing_of, self._missing_of_used = self._missing_of_used, {}
         self._groups, self._groups_used = self._groups_used, {}
 
 
