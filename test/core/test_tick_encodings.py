@@ -256,17 +256,20 @@ _notes = st.builds(frames.AbsentNote, key=st.sampled_from(['a', 'b']),
                    since=st.none() | st.floats(0.0, 5.0), suffix=st.sampled_from(['', ' s']))
 
 
-@given(st.lists(st.tuples(st.lists(_notes, max_size=3), st.floats(0.0, 10.0)), max_size=12))
+@given(st.lists(st.lists(_notes, max_size=3), max_size=12),
+       st.lists(st.sampled_from([0.0, 0.01, 0.05, 0.099, 0.1, 0.3]), min_size=12, max_size=12))
 def test_notes_at_a_tick_are_what_each_note_says_then_and_the_same_object_while_it_reads_so(
-        ticks):
-    notes_at, last = frames.NotesAt(), {}
-    for notes, now in ticks:
-        for note in notes:
-            missing = notes_at.at(note, now)
-            assert missing == note.at(now)
+        ticks, steps):
+    notes_at, last, now, previous = frames.NotesAt(), {}, 1.0, None
+    for notes, step in zip(ticks, steps):
+        now += step
+        for missing, note in zip(notes_at.all(notes, now), notes):
+            assert missing == note.at(now) == notes_at.at(note, now)
             before = last.get(id(note))
-            if before is not None and before[0] is note and before[1] == missing:
+            if (previous is not None and now - previous < 0.9 * frames.AGE_STEP_S
+                    and before is not None and before[0] is note and before[1] == missing):
                 assert missing is before[1]   # the same text: the very entry of the last tick
             last[id(note)] = (note, missing)
-        notes_at.end_tick()
+        notes_at.end_tick(now)
+        previous = now
         last = {key: kept for key, kept in last.items() if any(n is kept[0] for n in notes)}

@@ -233,7 +233,7 @@ class Assembler:
                      for selection in selections]
             self._encodings.end_tick()
             self._notes, self._notes_used = self._notes_used, {}
-            self._notes_at.end_tick()
+            self._notes_at.end_tick(effective)
             self._eviction_notes, self._eviction_notes_used = self._eviction_notes_used, {}
             return make_frame(tick, now, packs, settlement.evicted, self._ws.capacity_alarm,
                               effective=effective, readmitted=settlement.readmitted)
@@ -792,8 +792,7 @@ def _missing_sorted(selection: _Selection, now: float, notes_at: NotesAt) -> lis
     others, notes = selection.missing, selection.stale_notes
     if any(key in selection.stale for key in others):
         notes = [note for note in notes if note.key not in others]
-    at = notes_at.at
-    return sorted(chain([at(note, now) for note in notes], others.values()), key=_by_key)
+    return sorted(chain(notes_at.all(notes, now), others.values()), key=_by_key)
 
 
 def _checked_manifests(manifests: Mapping[str, Manifest]) -> dict[str, Manifest]:

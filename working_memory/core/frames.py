@@ -24,6 +24,7 @@ from working_memory.core.items import Event, Item, Missing, MissingReason, Sourc
 from working_memory.core.timebase import epoch_time
 
 DIGEST_HEX_CHARS = 16
+AGE_STEP_S = 0.1   # [s] the resolution of the ages notes read ('stale for 3.2 s')
 _item_key = operator.itemgetter(0)   # Item.key (an Item is a named tuple)
 # A Missing as the digest encodes it: its reason (a str enum) is written as its value.
 _missing_fields = operator.attrgetter('key', 'reason', 'detail')
@@ -73,20 +74,39 @@ class NotesAt:
     def __init__(self):
         self._kept: dict[int, tuple[AbsentNote, str | None, Missing]] = {}
         self._used: dict[int, tuple[AbsentNote, str | None, Missing]] = {}
+        self._last_tick: float | None = None   # effective time [s] of the last tick's end
 
     def at(self, note: AbsentNote, now: float) -> Missing:
         """Return the note as a Missing at `now` [s]: the last tick's object while the same text."""
-        age = note.age(now)
-        # By identity: the kept tuple holds the note, so its id is not reused meanwhile.
-        kept = self._used.get(id(note)) or self._kept.get(id(note))
-        if kept is None or kept[0] is not note or kept[1] != age:
-            kept = (note, age, note._missing(age))
-        self._used[id(note)] = kept
-        return kept[2]
+        return self.all((note,), now)[0]
 
-    def end_tick(self) -> None:
-        """Forget the entries the ending tick did not ask for."""
+    def all(self, notes: Iterable[AbsentNote], now: float) -> list[Missing]:
+        """Return `at(note, now)` of each of `notes`, in one loop (a pack's stale keys)."""
+        if self._last_tick is None or not now - self._last_tick < 0.9 * AGE_STEP_S:
+            # Ticks about this far apart (10 Hz or slower) move every age text: nothing shared.
+            return [note.at(now) for note in notes]
+        used, kept = self._used, self._kept
+        result = []
+        append = result.append
+        for note in notes:
+            since = note.since
+            if since is None:
+                age = None
+            else:   # AbsentNote.age, written out: a call per note shows with many stale keys
+                age = now - since
+                age = f'{age if age > 0.0 else 0.0:.1f}'
+            # By identity: the kept tuple holds the note, so its id is not reused meanwhile.
+            found = used.get(id(note)) or kept.get(id(note))
+            if found is None or found[0] is not note or found[1] != age:
+                found = (note, age, note._missing(age))
+            used[id(note)] = found
+            append(found[2])
+        return result
+
+    def end_tick(self, now: float) -> None:
+        """Forget the entries the tick ending at effective `now` [s] did not ask for."""
         self._kept, self._used = self._used, {}
+        self._last_tick = now
 
 
 @dataclass(frozen=True, eq=False)
