@@ -273,3 +273,20 @@ def test_notes_at_a_tick_are_what_each_note_says_then_and_the_same_object_while_
         notes_at.end_tick(now)
         previous = now
         last = {key: kept for key, kept in last.items() if any(n is kept[0] for n in notes)}
+
+
+@pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+def test_the_c_item_encodings_use_the_text_and_escape_functions_they_are_given():
+    value = deep_freeze({'reading': 0.25})
+    value.json_text = '{"kept":1}'
+    item = Item('k', value, Source.BOARD, 0.5, 1.0, 2.0)
+
+    def each(text_of, escape):
+        return frames._frame_cdr.framed_each((item,), {}, {}, text_of, escape,
+                                             frames._SOURCE_JSON, frames._item_encoding)[0][8:]
+    real = frames.encode_basestring_ascii
+    assert each(value_text, real) == b'["k",{"kept":1},"board",0.5,1.0,false,false]'
+    # Another text_of is called (the kept text is value_text's), another escape used.
+    assert each(lambda v: '{"other":2}', lambda k: '"K"') == (
+        b'["K",{"other":2},"board",0.5,1.0,false,false]')
+    assert each(value_text, real) == b'["k",{"kept":1},"board",0.5,1.0,false,false]'

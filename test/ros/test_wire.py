@@ -344,3 +344,13 @@ def test_the_c_item_pieces_take_a_frozen_values_kept_text_as_its_text():
     for pieces in (wire_module._frame_cdr.item_pieces, wire_module.item_pieces):
         ((_, split),) = pieces((item,), (0,), 0, {}, {}, wire_module.value_text)
         assert split == wire_module.item_split(item, '{"kept":1}', 0)
+
+
+@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
+def test_the_c_item_pieces_call_any_other_text_function_they_are_given():
+    value = deep_freeze({'reading': 0.25})
+    value.json_text = '{"kept":1}'   # value_text's: not what another text_of says
+    item = Item('k', value, Source.BOARD, 0.5, 1.0, 2.0)
+    for pieces in (wire_module._frame_cdr.item_pieces, wire_module.item_pieces):
+        ((_, split),) = pieces((item,), (0,), 0, {}, {}, lambda v: '{"other":2}')
+        assert split == wire_module.item_split(item, '{"other":2}', 0)

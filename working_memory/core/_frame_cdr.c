@@ -23,8 +23,9 @@
  * put in `used`), the common item's text written here ([key, value text, source, importance,
  * stamp, stale, exempt] as compact JSON, `escape` the key's JSON string, `sources` a source's
  * JSON text), any other item's by `fallback(item)`, the reference's `_item_encoding`.
- * After `kept_texts(FrozenDict)` (core/frames.py calls it), a frozen value's text is the one
- * it keeps (`json_text`, what `value_text` returns) without calling `text_of`.
+ * After `kept_texts(FrozenDict, value_text)` (core/frames.py calls it), a frozen value's text
+ * for that `text_of` is the one it keeps (`json_text`, what `value_text` returns), read
+ * without the call; any other `text_of` is called.
  * Pure: no ROS.
  */
 
@@ -37,6 +38,7 @@
 static PyObject *s_value;        /* "_value_": an Enum member's value, without its property */
 static PyObject *s_json_text;    /* "json_text": a frozen value's kept text (core/items.py) */
 static PyObject *frozen_type;    /* core.frozen.FrozenDict once `kept_texts` named it */
+static PyObject *kept_text_of;   /* the text_of whose result the kept text is (value_text) */
 static PyObject *struct_error;   /* struct.error, what the reference's struct.pack raises */
 
 /* Item fields by position (core/items.py Item). */
@@ -109,7 +111,7 @@ static Py_ssize_t read_phase(PyObject *number)
  * for it, read without the call), else `text_of(value)`. A new reference or NULL. */
 static PyObject *text_for(PyObject *text_of, PyObject *value)
 {
-    if (frozen_type && (PyObject *)Py_TYPE(value) == frozen_type) {
+    if (frozen_type && text_of == kept_text_of && (PyObject *)Py_TYPE(value) == frozen_type) {
         PyObject *text = PyObject_GetAttr(value, s_json_text);
         if (text || !PyErr_ExceptionMatches(PyExc_AttributeError))
             return text;
@@ -119,13 +121,14 @@ static PyObject *text_for(PyObject *text_of, PyObject *value)
 }
 
 static PyObject *
-kept_texts(PyObject *module, PyObject *cls)
+kept_texts(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "kept_texts(cls): cls must be a class");
+    if (nargs != 2 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "kept_texts(cls, text_of): cls must be a class");
         return NULL;
     }
-    Py_XSETREF(frozen_type, Py_NewRef(cls));
+    Py_XSETREF(frozen_type, Py_NewRef(args[0]));
+    Py_XSETREF(kept_text_of, Py_NewRef(args[1]));
     Py_RETURN_NONE;
 }
 
@@ -392,12 +395,16 @@ static void append(char *out, Py_ssize_t *at, const char *text, Py_ssize_t size,
 
 /* Keys' JSON strings and the last importance's repr, kept: the same keys and importances
  * come back every tick (a stamp is new with every reading, so it is written each time). */
-static PyObject *escaped_keys, *last_importance, *last_importance_repr;
+static PyObject *escaped_keys, *escaped_by, *last_importance, *last_importance_repr;
 enum { ESCAPED_KEYS = 4096 };   /* kept at most; then the keys start over */
 
 /* `escape(key)`, kept by key (an exact str: its hash and equality are the str's). */
 static PyObject *escaped_key(PyObject *escape, PyObject *key)
 {
+    if (escape != escaped_by) {   /* another escape function: the kept strings are not its */
+        PyDict_Clear(escaped_keys);
+        Py_XSETREF(escaped_by, Py_NewRef(escape));
+    }
     PyObject *text = PyDict_GetItemWithError(escaped_keys, key);
     if (text)
         return Py_NewRef(text);
@@ -573,8 +580,8 @@ static PyMethodDef module_methods[] = {
      "Return a WorkingItem's (bytes before last_used, flags, length) at a phase (see wire)."},
     {"item_pieces", (PyCFunction)(void (*)(void))item_pieces, METH_FASTCALL,
      "Return the (piece, split) of items at positions, kept pieces reused (see wire)."},
-    {"kept_texts", kept_texts, METH_O,
-     "Read the kept text of a value of this class (FrozenDict.json_text) without text_of."},
+    {"kept_texts", (PyCFunction)(void (*)(void))kept_texts, METH_FASTCALL,
+     "Read a value's kept text (FrozenDict.json_text) for this text_of, without calling it."},
     {"framed_each", (PyCFunction)(void (*)(void))framed_each, METH_FASTCALL,
      "Return each item's framed digest encoding, kept ones reused (see core/frames.py)."},
     {NULL}

@@ -247,7 +247,7 @@ try:   # each changed item's digest encoding in C (`py_framed_each` below withou
 except ImportError:
     _frame_cdr = None
 else:   # a frozen value's kept text is read there without a call of value_text
-    _frame_cdr.kept_texts(FrozenDict)
+    _frame_cdr.kept_texts(FrozenDict, value_text)
 
 
 def _digest(parts: Iterable[bytes]) -> str:
