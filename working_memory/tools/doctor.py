@@ -5,7 +5,8 @@
    log at the wrong decisions (`suggest` finds them and what each lacked).
 2. Decision drift (the same situation, different decisions): check the per-tick
    freeze. Two cabins on different frames in one tick (tearing), a decision on a
-   frame the node never froze, the same pack answered with different decisions, and
+   frame the node never froze, the same pack answered with different decisions (a kept
+   route and the planner's timed replan are one answer), and
    frames the replay does not reproduce from the recorded inputs.
 3. Frequent capacity alarms: check the scoping. Which manifest scope asks for how
    many items (board globs, event windows; map windows are not working-set items),
@@ -110,6 +111,12 @@ class Diagnosis:
 # -- symptom 2 ------------------------------------------------------------------------
 
 
+# Decisions that are one answer to the same pack: the reference planner replans on its own
+# timer (replan_period_s), not on its pack, so a still robot's unchanged pack is answered
+# `keep_route` until the timer runs out and `route` (the same kind of answer) then.
+_ONE_ANSWER = {'keep_route': 'route'}
+
+
 def drift(run: Run, replayed: Agreement, cabin: str | None = None) -> Drift:
     """Look for tearing, unfrozen frames and one pack answered with different decisions."""
     frames = {frame.tick: frame for frame in run.recording.frames}
@@ -127,7 +134,7 @@ def drift(run: Run, replayed: Agreement, cabin: str | None = None) -> Drift:
         pack = frame.packs.get(status.cabin)
         if pack is not None:
             answers.setdefault((status.cabin, pack.digest), []).append(
-                (status.tick, status.decision))
+                (status.tick, _ONE_ANSWER.get(status.decision, status.decision)))
     tearing = tuple((tick, {digest: tuple(cabins) for digest, cabins in digests.items()})
                     for tick, digests in sorted(reported.items()) if len(digests) > 1)
     same_pack = tuple(
