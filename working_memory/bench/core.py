@@ -182,66 +182,73 @@ class Workload:
         self.touch_indices = [generator.randrange(capacity) for _ in range(ops)]
 
 
-def time_fill(factory, workload, min_ops):
-    """Return (seconds per insert, a filled set): inserts into empty sets, no eviction."""
+def fill_once(factory, workload, min_ops):
+    """Return (seconds per insert, a filled set) of one repeat: inserts into empty sets."""
     rounds = max(1, -(-min_ops // workload.capacity))
-    best = float('inf')
-    for _ in range(REPEATS):
-        sets = [factory(workload.capacity) for _ in range(rounds)]
-        with no_gc():
-            start = time.perf_counter()
-            for target in sets:
-                for now, (key, importance) in enumerate(workload.fill):
-                    target.put(key, now, importance, float(now))
-            best = min(best, time.perf_counter() - start)
-    return best / (rounds * workload.capacity), sets[0]
+    sets = [factory(workload.capacity) for _ in range(rounds)]
+    with no_gc():
+        start = time.perf_counter()
+        for target in sets:
+            for now, (key, importance) in enumerate(workload.fill):
+                target.put(key, now, importance, float(now))
+        elapsed = time.perf_counter() - start
+    return elapsed / (rounds * workload.capacity), sets[0]
 
 
-def time_touch(target, workload, ops, clock):
-    """Return seconds per touch of a present key in a full set."""
+def touch_once(target, workload, ops, clock):
+    """Return (seconds per touch of a present key in a full set, the clock) of one repeat."""
     keys = [workload.fill[index][0] for index in workload.touch_indices[:ops]]
-    best = float('inf')
-    for _ in range(REPEATS):
-        with no_gc():
-            start = time.perf_counter()
-            for key in keys:
-                clock += 1.0
-                target.touch(key, clock)
-            best = min(best, time.perf_counter() - start)
-    return best / ops, clock
+    with no_gc():
+        start = time.perf_counter()
+        for key in keys:
+            clock += 1.0
+            target.touch(key, clock)
+        elapsed = time.perf_counter() - start
+    return elapsed / ops, clock
 
 
-def time_churn(target, workload, ops, clock):
-    """Return (seconds per insert into a full set, victims per insert of the first round).
+def churn_once(target, workload, ops, clock, repeat):
+    """Return (seconds per insert into a full set, the victims per insert, the clock).
 
-    Every insert of a new key into the full set evicts one item (maybe the new one).
+    Every insert of a new key into the full set evicts one item (maybe the new one);
+    repeat `repeat` inserts the workload's keys of that repeat.
     """
-    best, first_round = float('inf'), None
-    for repeat in range(REPEATS):
-        victims = []
-        with no_gc():
-            start = time.perf_counter()
-            for key, importance in workload.new[repeat * ops:(repeat + 1) * ops]:
-                clock += 1.0
-                victims.append(target.put(key, 0, importance, clock))
-            best = min(best, time.perf_counter() - start)
-        if first_round is None:
-            first_round = victims
-    return best / ops, first_round
+    victims = []
+    with no_gc():
+        start = time.perf_counter()
+        for key, importance in workload.new[repeat * ops:(repeat + 1) * ops]:
+            clock += 1.0
+            victims.append(target.put(key, 0, importance, clock))
+        elapsed = time.perf_counter() - start
+    return elapsed / ops, victims, clock
 
 
 def measure_capacity(capacity, ops):
-    """Return {op: {implementation: seconds per op}} at one capacity."""
+    """Return {op: {implementation: seconds per op}} at one capacity, each the best of REPEATS.
+
+    The repeats take turns between the implementations, so a noisy stretch of the machine
+    (another process, a neighbour on the host) falls on all of them alike rather than on
+    whichever one it was measuring.
+    """
     seed_ops = max(10, min(ops, SEED_SCAN_BUDGET // capacity))
+    churn_ops = {name: seed_ops if name == 'seed' else ops for name in IMPLEMENTATIONS}
     workload = Workload(capacity, ops)
-    results = {'insert': {}, 'touch': {}, 'evict': {}}
-    victims = {}
-    for name, factory in IMPLEMENTATIONS.items():
-        results['insert'][name], target = time_fill(factory, workload, ops)
-        clock = float(capacity)
-        results['touch'][name], clock = time_touch(target, workload, ops, clock)
-        churn_ops = seed_ops if name == 'seed' else ops
-        results['evict'][name], victims[name] = time_churn(target, workload, churn_ops, clock)
+    results = {op: dict.fromkeys(IMPLEMENTATIONS, math.inf) for op in ('insert', 'touch', 'evict')}
+    targets, clocks, victims = {}, dict.fromkeys(IMPLEMENTATIONS, float(capacity)), {}
+    for _ in range(REPEATS):
+        for name, factory in IMPLEMENTATIONS.items():
+            cost, targets[name] = fill_once(factory, workload, ops)
+            results['insert'][name] = min(results['insert'][name], cost)
+    for _ in range(REPEATS):
+        for name in IMPLEMENTATIONS:
+            cost, clocks[name] = touch_once(targets[name], workload, ops, clocks[name])
+            results['touch'][name] = min(results['touch'][name], cost)
+    for repeat in range(REPEATS):
+        for name in IMPLEMENTATIONS:
+            cost, round_victims, clocks[name] = churn_once(
+                targets[name], workload, churn_ops[name], clocks[name], repeat)
+            results['evict'][name] = min(results['evict'][name], cost)
+            victims.setdefault(name, round_victims)
     # The seed port must forget exactly what we forget, or the comparison is meaningless.
     # Our records become keys here, outside the timed loop: the records are what a put returns.
     ours = [victim_keys(records) for records in victims['ours'][:seed_ops]]
