@@ -41,7 +41,6 @@ from working_memory.core.frames import Frame, FrameNotFound, FrameStore
 from working_memory.core.gridmap import GridMap
 from working_memory.core.manifest import (Manifest, ManifestError, load_manifests,
                                           manifests_from_params)
-from working_memory.core.prewarm import MIN_GAP_S as PREWARM_GAP_S, Prewarm
 from working_memory.core.timebase import TimeBase
 from working_memory.msg import BoardUpdate, ContextFrame, EvictionBatch, LogEvent
 from working_memory.ros import conversions as conv
@@ -82,11 +81,6 @@ class Memory:
     frames: FrameStore
     health: Health
     output: conv.FrameOutput
-    # The rehearsal before a tick after a pause (core/prewarm.py) and its own encoder; None
-    # when the prewarm parameter is off or a rehearsal failed.
-    prewarm: Prewarm | None = None
-    prewarm_output: conv.FrameOutput | None = None
-    last_tick_end: float | None = None   # [s] perf_counter when the last tick ended
     grid: GridMap | None = None
     pose: tuple[float, float] | None = None
     tick: int = 0
@@ -291,15 +285,7 @@ class WorkingMemoryNode(LifecycleNode):
                           config.pose_key if config.pose_source == 'board' else None)),
                       frames=FrameStore(config.frames_kept),
                       health=Health(inputs, working_set.timebase.observe(self._now())),
-                      output=conv.FrameOutput(), prewarm=self._rehearsal(config, manifests),
-                      prewarm_output=conv.FrameOutput() if config.prewarm else None)
-
-    @staticmethod
-    def _rehearsal(config: NodeConfig, manifests: dict[str, Manifest]) -> Prewarm | None:
-        if not config.prewarm:
-            return None
-        pose_key = config.pose_key if config.pose_source == 'board' else None
-        return Prewarm(manifests, pose_key, config.capacity, config.exempt_prefixes)
+                      output=conv.FrameOutput())
 
     def _create_entities(self, config: NodeConfig) -> None:
         """Create subscriptions, publishers, services and the clock-jump handler."""
@@ -432,8 +418,6 @@ class WorkingMemoryNode(LifecycleNode):
         if manifests != memory.manifests:
             memory.manifests = manifests
             memory.assembler.set_manifests(manifests)
-            if memory.prewarm is not None:
-                memory.prewarm = self._rehearsal(config, manifests)
         if config.tick_hz != old.tick_hz and self._timer is not None:
             self._stop_ticking()
             self._start_ticking()
@@ -507,11 +491,6 @@ class WorkingMemoryNode(LifecycleNode):
         # What arrived before the tick's time is in its frame.
         self._take_inputs(TICK_INTAKE_BUDGET_S)
         memory = self._memory
-        if memory.prewarm is not None and (
-                memory.last_tick_end is None
-                or started - memory.last_tick_end >= PREWARM_GAP_S):
-            self._prewarm()
-            self._take_inputs(TICK_INTAKE_BUDGET_S)   # what came in meanwhile
         now = self._now()
         effective = memory.timebase.observe(now)
         memory.tick += 1
@@ -541,21 +520,9 @@ class WorkingMemoryNode(LifecycleNode):
             memory.last_diagnostics = effective
             self._publish_diagnostics(frame, now, effective)
         period = None if config.trigger_topic else config.tick_period_s
-        memory.last_tick_end = time.perf_counter()
-        memory.health.tick_done(memory.last_tick_end - started, period)
+        memory.health.tick_done(time.perf_counter() - started, period)
         if self._gc_paced:
             PACING.after_tick()
-
-    def _prewarm(self) -> None:
-        """Rehearse the tick on the private scene; a failure ends the rehearsals, not the tick."""
-        memory = self._memory
-        try:
-            memory.prewarm_output.frame_bytes(memory.prewarm.run(), memory.config.map_frame, {},
-                                              self._windows is None)
-        except Exception as error:  # noqa: BLE001 - whatever it is, the tick goes on without
-            memory.prewarm = None
-            self.get_logger().error(f'prewarm: the rehearsal tick failed, so ticks go on '
-                                    f'without it until the next configure: {error!r}')
 
     def _publish_diagnostics(self, frame: Frame, now: float, effective: float) -> None:
         memory = self._memory

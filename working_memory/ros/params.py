@@ -126,12 +126,6 @@ PARAMS: tuple[ParamSpec, ...] = (
               'each tick instead of inside ticks (the process-wide collector; full '
               'collections at most once a minute); false (the default, by measurement: '
               'BENCHMARKS.md) leaves it alone', read_only=True),
-    ParamSpec('prewarm', ParamType.BOOL, True,
-              'Before a tick that starts 20 ms or more after the last one ended (tick_hz '
-              'below about 50, or a trigger), run the tick once on a private made-up scene of '
-              'the same manifests, so that the real tick finds its code in the CPU caches: '
-              'a shorter time from the frame stamp to its receipt, for about one more tick '
-              'of CPU (core/prewarm.py; BENCHMARKS.md)', read_only=True),
 )
 
 CABINS_PREFIX = 'cabins.'
@@ -251,7 +245,6 @@ class NodeConfig:
     views: bool
     map_windows: str
     gc_pacing: bool
-    prewarm: bool
 
     @property
     def size_budget(self) -> int | None:
