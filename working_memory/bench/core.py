@@ -228,23 +228,27 @@ def measure_capacity(capacity, ops):
 
     The repeats take turns between the implementations, so a noisy stretch of the machine
     (another process, a neighbour on the host) falls on all of them alike rather than on
-    whichever one it was measuring.
+    whichever one it was measuring; the order rotates with each repeat, so no implementation
+    always follows the same one (the seed port's scans leave the caches to the next).
     """
     seed_ops = max(10, min(ops, SEED_SCAN_BUDGET // capacity))
     churn_ops = {name: seed_ops if name == 'seed' else ops for name in IMPLEMENTATIONS}
     workload = Workload(capacity, ops)
     results = {op: dict.fromkeys(IMPLEMENTATIONS, math.inf) for op in ('insert', 'touch', 'evict')}
     targets, clocks, victims = {}, dict.fromkeys(IMPLEMENTATIONS, float(capacity)), {}
-    for _ in range(REPEATS):
-        for name, factory in IMPLEMENTATIONS.items():
-            cost, targets[name] = fill_once(factory, workload, ops)
+    names = list(IMPLEMENTATIONS)
+    turns = [names[repeat % len(names):] + names[:repeat % len(names)]
+             for repeat in range(REPEATS)]
+    for turn in turns:
+        for name in turn:
+            cost, targets[name] = fill_once(IMPLEMENTATIONS[name], workload, ops)
             results['insert'][name] = min(results['insert'][name], cost)
-    for _ in range(REPEATS):
-        for name in IMPLEMENTATIONS:
+    for turn in turns:
+        for name in turn:
             cost, clocks[name] = touch_once(targets[name], workload, ops, clocks[name])
             results['touch'][name] = min(results['touch'][name], cost)
-    for repeat in range(REPEATS):
-        for name in IMPLEMENTATIONS:
+    for repeat, turn in enumerate(turns):
+        for name in turn:
             cost, round_victims, clocks[name] = churn_once(
                 targets[name], workload, churn_ops[name], clocks[name], repeat)
             results['evict'][name] = min(results['evict'][name], cost)
