@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from working_memory.bench.ros_bench import Figure, Settings, bulk_config, format_figures, \
-    frame_rate, late_share, node_command, percentile, rate_before, rate_from_counts, \
+    frame_rate, late_share, node_command, paired, percentile, rate_before, rate_from_counts, \
     recovery_time, rss_slope, wire_bytes_per_tick
 from working_memory.core.manifest import manifests_from_params
 
@@ -85,3 +85,17 @@ def test_the_runs_parameters_follow_the_group_ones_on_the_nodes_command_line():
                          'map_windows:=inline']
     assert command == node_command(100.0, settings.node,
                                    overrides=('gc_pacing:=false', 'map_windows:=inline'))
+
+
+def test_paired_repeats_take_turns_going_first_and_keep_each_result_with_its_side():
+    calls = []
+
+    def measure(side):
+        def once():
+            calls.append(side)
+            return f'{side}{calls.count(side)}'
+        return once
+
+    ours, baseline = paired(Settings(repeats=3), measure('o'), measure('b'))
+    assert calls == ['o', 'b', 'b', 'o', 'o', 'b']
+    assert ours == ['o1', 'o2', 'o3'] and baseline == ['b1', 'b2', 'b3']

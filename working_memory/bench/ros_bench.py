@@ -424,6 +424,21 @@ def _repeat(settings: Settings, measure_once) -> tuple:
     return tuple(measure_once() for _ in range(settings.repeats))
 
 
+def paired(settings: Settings, measure_ours, measure_baseline) -> tuple[list, list]:
+    """Measure ours and its baseline `settings.repeats` times each, in turns.
+
+    Each repeat runs the two back to back, which goes first changing every repeat: a
+    machine that drifts (the latency of one configuration moved 20 % over six runs in
+    a row) then favours neither.
+    """
+    ours, baseline = [], []
+    for repeat in range(settings.repeats):
+        turns = ((ours, measure_ours), (baseline, measure_baseline))
+        for results, measure_once in turns if repeat % 2 == 0 else turns[::-1]:
+            results.append(measure_once())
+    return ours, baseline
+
+
 def _frame_figures(workdir, env, settings: Settings, frame_file: str,
                    tick_hz: float) -> list[Figure]:
     # Long enough for a p99 that is one: at 10 Hz, 5 s hold 50 frames, whose p99 is their
@@ -434,11 +449,11 @@ def _frame_figures(workdir, env, settings: Settings, frame_file: str,
     measure = settings.measure_s if settings.quick else max(settings.measure_s,
                                                             frames / tick_hz)
     scene = Scene(tick_hz, _load_options(settings, settings.board_hz), measure_s=measure)
-    ours, plain = [], []
-    for _ in range(settings.repeats):
-        ours.append(_frames_under_load(workdir, env, settings, scene,
-                                       settings.command(tick_hz), frame_file))
-        plain.append(_frames_under_load(workdir, env, settings, scene, None, frame_file))
+    ours, plain = paired(
+        settings,
+        lambda: _frames_under_load(workdir, env, settings, scene, settings.command(tick_hz),
+                                   frame_file),
+        lambda: _frames_under_load(workdir, env, settings, scene, None, frame_file))
     load = f'{tick_hz:g} Hz + {settings.board_hz:g} Hz board'
     figures = [Figure(f'frame latency p{q}, {load}', 'ms',
                       tuple(percentile(r['latency_ms'], q) for r in ours),
@@ -469,11 +484,12 @@ def _wire_figures(workdir, env, settings: Settings) -> list[Figure]:
     tick_hz = 100.0
     scene = Scene(tick_hz, _load_options(settings, settings.board_hz),
                   probe=('--windows', *CABINS))
-    modes = {}
-    for mode in ('reference', 'inline'):
-        subject = settings.command(tick_hz, overrides=(f'map_windows:={mode}',))
-        modes[mode] = _repeat(settings, lambda: _frames_under_load(
-            workdir, env, settings, scene, subject, ''))
+    subjects = [settings.command(tick_hz, overrides=(f'map_windows:={mode}',))
+                for mode in ('reference', 'inline')]
+    reference, inline = paired(settings, *(
+        lambda subject=subject: _frames_under_load(workdir, env, settings, scene, subject, '')
+        for subject in subjects))
+    modes = {'reference': reference, 'inline': inline}
     load = f'{tick_hz:g} Hz + {settings.board_hz:g} Hz board, pose still'
     figures = [Figure(f'wire bytes per tick (frames + windows), {load}', 'kB',
                       tuple(wire_bytes_per_tick(r) / 1e3 for r in modes['reference']),
@@ -493,8 +509,9 @@ def _wire_figures(workdir, env, settings: Settings) -> list[Figure]:
 
 
 def _flood_figures(workdir, env, settings: Settings, frame_file: str) -> list[Figure]:
-    ours = _repeat(settings, lambda: _flood(workdir, env, settings, False, frame_file))
-    plain = _repeat(settings, lambda: _flood(workdir, env, settings, True, frame_file))
+    ours, plain = paired(settings,
+                         lambda: _flood(workdir, env, settings, False, frame_file),
+                         lambda: _flood(workdir, env, settings, True, frame_file))
     sent = statistics.median(r['sent'] for r in ours + plain)
     return [Figure(f'board msgs taken/s, flood (~{sent:.3g} msg/s sent) + 100 Hz ticks',
                    'msg/s', tuple(r['taken'] for r in ours), tuple(r['taken'] for r in plain),
@@ -536,11 +553,11 @@ def _scaling_figures(workdir, env, settings: Settings) -> list[Figure]:
         frame_file = f'bulk_{items}.cdr'
         _capture(workdir, env, settings, subject, load, ('bulk',), frame_file, window=False)
         scene = Scene(tick_hz, load, settle_s=settings.settle_s + 1.0)
-        ours, plain = [], []
-        for _ in range(settings.repeats):
-            for sink, who in ((ours, subject), (plain, None)):
-                sink.append(_cpu_per_tick_ms(workdir, env, settings, scene, who,
-                                             str(workdir / frame_file)))
+        ours, plain = paired(
+            settings,
+            *(lambda who=who: _cpu_per_tick_ms(workdir, env, settings, scene, who,
+                                               str(workdir / frame_file))
+              for who in (subject, None)))
         figures.append(Figure(f'CPU per tick, {items} selected items, '
                               f'{min(items, CHANGES_PER_TICK)} changing', 'ms',
                               tuple(ours), tuple(plain), 'plain node, same frame'))
@@ -696,13 +713,12 @@ def measure(settings: Settings, domain: int) -> list[Figure]:
             figures += _burst_figures(workdir, env, settings)
         if 'assemble' in groups:
             for cabin in ('planner', 'monitor'):
+                ours, plain = paired(settings, *(
+                    lambda plain=plain: _round_trips(workdir, env, settings, cabin, plain)
+                    for plain in (False, True)))
                 figures.append(Figure(
                     f'~/assemble RTT p50, {cabin} pack ({sizes[cabin] / 1e3:.1f} kB)', 'ms',
-                    _repeat(settings, lambda: _round_trips(workdir, env, settings, cabin,
-                                                           False)),
-                    _repeat(settings, lambda: _round_trips(workdir, env, settings, cabin,
-                                                           True)),
-                    'plain service, same response'))
+                    tuple(ours), tuple(plain), 'plain service, same response'))
         if 'scaling' in groups:
             figures += _scaling_figures(workdir, env, settings)
         if 'board100k' in groups:
