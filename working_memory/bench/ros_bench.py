@@ -429,7 +429,8 @@ def paired(settings: Settings, measure_ours, measure_baseline) -> tuple[list, li
 
     Each repeat runs the two back to back, which goes first changing every repeat: a
     machine that drifts (the latency of one configuration moved 20 % over six runs in
-    a row) then favours neither.
+    a row) then favours neither side, exactly with an even number of repeats and nearly
+    with an odd one (3: ours goes first twice).
     """
     ours, baseline = [], []
     for repeat in range(settings.repeats):
@@ -443,8 +444,9 @@ def _frame_figures(workdir, env, settings: Settings, frame_file: str,
                    tick_hz: float) -> list[Figure]:
     # Long enough for a p99 that is one: at 10 Hz, 5 s hold 50 frames, whose p99 is their
     # largest but one; P99_FRAMES frames put the 1 % in the 5 largest, so that one stray
-    # frame does not make the figure. The late-frames target (100 Hz) is in points: one is 5
-    # of 500 frames, so each run takes at least LATE_FRAMES (at most a minute; not --quick).
+    # frame does not make the figure. The late-frames target (100 Hz) is in points, one being
+    # 5 of 500 frames: a run takes LATE_FRAMES or a minute's frames, whichever is fewer, and
+    # never fewer than P99_FRAMES (60 s at 10 Hz, 15 s at 100 Hz; --quick: measure_s).
     frames = max(P99_FRAMES, min(LATE_FRAMES, 60 * tick_hz))
     measure = settings.measure_s if settings.quick else max(settings.measure_s,
                                                             frames / tick_hz)
@@ -713,12 +715,12 @@ def measure(settings: Settings, domain: int) -> list[Figure]:
             figures += _burst_figures(workdir, env, settings)
         if 'assemble' in groups:
             for cabin in ('planner', 'monitor'):
-                ours, plain = paired(settings, *(
+                ours, baseline = paired(settings, *(
                     lambda plain=plain: _round_trips(workdir, env, settings, cabin, plain)
                     for plain in (False, True)))
                 figures.append(Figure(
                     f'~/assemble RTT p50, {cabin} pack ({sizes[cabin] / 1e3:.1f} kB)', 'ms',
-                    tuple(ours), tuple(plain), 'plain service, same response'))
+                    tuple(ours), tuple(baseline), 'plain service, same response'))
         if 'scaling' in groups:
             figures += _scaling_figures(workdir, env, settings)
         if 'board100k' in groups:
@@ -773,7 +775,9 @@ def main(argv: list[str] | None = None) -> int:
             print(profile_node(pathlib.Path(tmp), bench_env(args.domain), settings))
         return 0
     figures = measure(settings, args.domain)
-    print(f'ROS-level benchmark: {settings.repeats} repetition(s) of {settings.measure_s:g} s, '
+    longer = '' if settings.quick else f' (latency: {P99_FRAMES}+ frames)'
+    print(f'ROS-level benchmark: {settings.repeats} repetition(s) of {settings.measure_s:g} s'
+          f'{longer}, '
           f'map {settings.map_side} x {settings.map_side} cells, domain {args.domain}, '
           f'{time.monotonic() - started:.0f} s')
     print(format_figures(figures))
