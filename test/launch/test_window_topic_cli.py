@@ -1,4 +1,4 @@
-"""README's `ros2 topic echo --once /working_memory/planner/window`, with the real ros2 CLI.
+"""README's `ros2 topic echo --once` of `/working_memory/planner/window`, with the real ros2 CLI.
 
 The node (working_memory.launch.py, the packaged params) gets a map and a pose; the
 planner's window is latched on its topic, so the CLI prints it at once.
@@ -69,15 +69,29 @@ def test_ros2_topic_echo_once_prints_the_planners_latched_window(probe):
         return bool(windows)
     probe.wait_for(window_seen, 'the planner window')
 
-    # As in a terminal: the ros2 daemon knows the graph, so the CLI finds the topic's type
-    # (a CLI process without it may start before discovery reaches the topic).
-    def daemon_sees_topic():
-        listed = subprocess.run(['ros2', 'topic', 'list'], capture_output=True, text=True,
-                                timeout=COMMAND_TIMEOUT_S)
-        return TOPIC in listed.stdout.split()
-    probe.wait_for(daemon_sees_topic, f'{TOPIC} in ros2 topic list')
+    # As in a terminal: the ros2 daemon knows the graph. `echo` asks it for the topic's
+    # publishers and matches their QoS; only a transient-local publisher the daemon has seen
+    # makes echo's subscription latched. The topic alone in `ros2 topic list` is not enough
+    # (the probe's own subscription puts it there), and with no publisher known echo takes
+    # the volatile sensor-data profile and waits for a window that is not published again.
+    def daemon_sees_latched_publisher():
+        info = subprocess.run(['ros2', 'topic', 'info', '--verbose', TOPIC],
+                              capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+        publisher = info.stdout.partition('Subscription count:')[0]
+        return 'Publisher count: 1' in publisher and 'TRANSIENT_LOCAL' in publisher
+    probe.wait_for(daemon_sees_latched_publisher, f'the latched {TOPIC} publisher in the daemon')
     result = subprocess.run(['ros2', 'topic', 'echo', '--once', TOPIC],
                             capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
     assert result.returncode == 0, result.stderr
     assert 'cabin: planner' in result.stdout
+    assert windows[-1].digest in result.stdout
+
+    # README's form that names type and QoS asks nothing of the graph: a daemon started
+    # afresh, which has seen nothing yet, does not matter to it.
+    subprocess.run(['ros2', 'daemon', 'stop'], capture_output=True, timeout=COMMAND_TIMEOUT_S)
+    result = subprocess.run(['ros2', 'topic', 'echo', '--once', '--qos-durability',
+                             'transient_local', '--qos-reliability', 'reliable', TOPIC,
+                             'working_memory/msg/MapWindow'],
+                            capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr
     assert windows[-1].digest in result.stdout
