@@ -83,6 +83,8 @@ def test_manifest_is_frozen():
     ({'events': {'window_s': 5.0, 'max_count': -1}}, 'planner.events.max_count: must be >= 0'),
     ({'events': {'window_s': -5.0}}, 'planner.events.window_s: must be >= 0 s'),
     ({'required': ['map']}, 'planner.required[0]: "map" needs map.radius_m'),
+    # The bad value is named as itself, not as the requirement it breaks.
+    ({'required': ['map'], 'map': {'radius_m': -1.0}}, 'planner.map.radius_m: must be >= 0 m'),
     ({'required': ['pose', 'events:FAILURE']}, 'planner.required[1]:'),
     ({'events': {'window_s': 5.0, 'kinds': ['ACTION']}, 'required': ['events:FAILURE']},
      'planner.required[0]:'),

@@ -3,6 +3,7 @@
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import rclpy
@@ -42,3 +43,24 @@ def test_main_autostart_with_a_bad_parameter_exits_with_the_reason(namespace, tm
         cwd=tmp_path, capture_output=True, text=True, timeout=20)
     assert result.returncode == 1
     assert 'configure failed' in result.stderr and 'capacity' in result.stderr
+
+
+def test_main_exits_cleanly_however_often_sigint_comes(context, add_node, spin_until,
+                                                       namespace, tmp_path):
+    # A terminal's Ctrl-C reaches the node and `ros2 launch`, which sends its own SIGINT
+    # right after: a second signal may land while the interpreter shuts down.
+    frames = []
+    probe = add_node(rclpy.create_node('main_probe', namespace=namespace, context=context))
+    probe.create_subscription(ContextFrame, 'working_memory/frame', frames.append,
+                              qos.frame_qos())
+    node = subprocess.Popen(
+        [sys.executable, '-c', MAIN, '--autostart', '--ros-args', '-r', f'__ns:={namespace}',
+         '-p', 'cabin_names:=[planner]', '-p', 'cabins.planner.board_keys:=[pose]'],
+        cwd=tmp_path)
+    try:
+        assert spin_until(lambda: frames), 'the autostarted node published no frame'
+    finally:
+        while node.poll() is None:
+            node.send_signal(signal.SIGINT)
+            time.sleep(0.005)
+    assert node.returncode == 0

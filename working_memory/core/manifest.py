@@ -192,6 +192,9 @@ class Manifest:
     _glob_weights: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        # Each field's own values first: a bad value is named as itself, not as a
+        # requirement it happens to break (a negative radius, not "map" needing one).
+        self._check_values()
         requirements = self._parse_required()
         setters = {
             'requirements': requirements,
@@ -204,7 +207,6 @@ class Manifest:
         }
         for name, value in setters.items():
             object.__setattr__(self, name, value)
-        self._check_values()
 
     # -- construction -------------------------------------------------------
 

@@ -18,6 +18,8 @@ from rclpy.subscription import Subscription
 
 # How often the spin loop looks at the stop flag [s]: the latency of a clean stop.
 STOP_POLL_S = 0.1
+# The signals that stop an executable cleanly.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Polled(CallbackGroup):
@@ -139,12 +141,27 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     land inside rclpy's C code. A node that cannot be built (one of
     `construction_errors`, e.g. a bad parameter) logs why and exits 2 instead of
     running with a broken contract; `start(node)` returning False (e.g. a failed
-    lifecycle autostart) exits 1.
+    lifecycle autostart) exits 1. Once it returns, the process is ending: SIGINT and
+    SIGTERM are ignored from then on.
     """
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in STOP_SIGNALS:
         signal.signal(signum, lambda *_: stop.set())
+    try:
+        return _spin(make_node, start, make_executor, construction_errors, stop)
+    finally:
+        # The process ends now. A terminal's Ctrl-C reaches the node and `ros2 launch`,
+        # which sends its own SIGINT: a second signal must not kill the interpreter while
+        # it shuts down (Python restores the default handlers then, but not SIG_IGN).
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+
+
+def _spin(make_node: Callable[[], Node], start: Callable[[Node], bool] | None,
+          make_executor: Callable[[], Executor],
+          construction_errors: tuple[type[Exception], ...], stop: threading.Event) -> int:
+    """Make, start and spin the node until `stop` is set; see run_node."""
     try:
         node = make_node()
     except construction_errors as error:
