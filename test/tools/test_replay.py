@@ -80,12 +80,13 @@ def parameter_event(stamp_ns: int, name: str, value) -> bytes:
 
 
 def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_at=None,
-              receipts=True, torn_at=None):
+              receipts=True, torn_at=None, unrecorded=()):
     """Write a synthetic run; return its bag.
 
     late_board_at: ticks whose board message the recorder writes before the frame although
     the node only takes it after the tick. missed_board_at: ticks whose board message the
-    node got but the recorder did not. shrink_at: tick before which capacity drops to 2.
+    node got but the recorder did not. unrecorded: topics the recorder never subscribed
+    to (the node got their messages). shrink_at: tick before which capacity drops to 2.
     The planner reports each frame it decided on; at `torn_at` a second report (as if from
     another planner process) names an older frame.
     """
@@ -97,10 +98,12 @@ def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_
     pending = []
     with BagWriter(path) as writer:
         for topic, msgtype in TOPICS.items():
-            writer.add_topic(topic, msgtype)
+            if topic not in unrecorded:
+                writer.add_topic(topic, msgtype)
 
         def write(topic, msg, stamp_ns):
-            writer.write(topic, TOPICS[topic], serialize_message(msg), stamp_ns)
+            if topic not in unrecorded:
+                writer.write(topic, TOPICS[topic], serialize_message(msg), stamp_ns)
 
         configuration = {'capacity': capacity, 'cabin_names': ['planner'],
                          'cabins.planner.board_keys': CABINS['planner']['board_keys'],
@@ -195,6 +198,16 @@ def test_a_message_the_recorder_missed_is_named_as_the_cause(tmp_path):
     assert first.notes == ('/board: the node had received 5 messages, the bag only 4 before '
                            'this frame (missed by the recorder, or late to it)',)
     assert any('planner:' in line for line in first.differences)
+
+
+def test_a_topic_the_recorder_never_subscribed_to_is_named_as_the_cause(tmp_path):
+    # As a `ros2 topic pub --once` gone before the recorder's discovery found /board.
+    _, result = replayed(write_run(tmp_path / 'run', unrecorded=('/board',)))
+    first = result.mismatches[0]
+    assert first.tick == 1
+    assert first.notes == ('/board: the node had received 1 messages, the bag holds none (the '
+                           "recorder never subscribed: a publisher gone before the recorder's "
+                           'discovery reached it, or a topic left out)',)
 
 
 def test_a_capacity_set_at_runtime_is_replayed_at_its_tick(tmp_path):

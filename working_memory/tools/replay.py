@@ -300,6 +300,11 @@ class Replay:
                 self._observe.receipt(msg, recorded.stamp_ns * 1e-9)
                 self._apply(truth, topic, msg, stamp_ns * 1e-9)
             applied[topic] = max(applied[topic], wanted)
+        for topic, received in recorded.inputs.items():
+            if received and topic not in self.run.inputs:
+                yield (f'{topic}: the node had received {received} messages, the bag holds '
+                       'none (the recorder never subscribed: a publisher gone before the '
+                       "recorder's discovery reached it, or a topic left out)")
         if not recorded.inputs:
             yield 'no receipt in the frame: inputs applied by bag time (approximate)'
 
