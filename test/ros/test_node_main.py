@@ -60,7 +60,11 @@ def test_main_exits_cleanly_however_often_sigint_comes(context, add_node, spin_u
     try:
         assert spin_until(lambda: frames), 'the autostarted node published no frame'
     finally:
-        while node.poll() is None:
+        deadline = time.monotonic() + 20.0   # bounds a node that hangs in its shutdown
+        while node.poll() is None and time.monotonic() < deadline:
             node.send_signal(signal.SIGINT)
             time.sleep(0.005)
+        if node.poll() is None:
+            node.kill()
+            node.wait()
     assert node.returncode == 0
