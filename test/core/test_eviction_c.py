@@ -266,7 +266,7 @@ def test_a_long_churn_evicts_the_same_victims_in_c_and_in_python(capacity):
 def test_a_c_put_on_a_set_missing_a_field_raises_instead_of_crashing():
     working_set = WorkingSet(capacity=2)
     working_set.put('a', 1, importance=0.5, now=0.0)
-    del working_set._size_bytes
+    del working_set._slots
     with pytest.raises(AttributeError):
         working_set.put('b', 1, importance=0.5, now=1.0)
 

@@ -27,9 +27,9 @@ typedef struct {
     PyObject_HEAD
     PyObject *slots, *ranking, *time, *exempt_prefixes, *removed_numbers, *returning;
     PyObject *readmissions, *log, *capacity, *size_budget, *tick, *log_limit;
-    PyObject *size_bytes, *exempt_bytes;
     PyObject *seq;   /* an object, not a count: touch_many reads and writes it in Python */
     Py_ssize_t present, exempt_count, evictions_total;
+    Py_ssize_t size_bytes, exempt_bytes;   /* counts: no int object made per put */
 } Core;
 
 /* What configure() was given: the reference put, the classes and the helpers put needs. */
@@ -142,13 +142,14 @@ json_size(PyObject *value)
     return length;
 }
 
+/* `*field += sign * amount` for a slot's size (an int); -1 with an error. */
 static int
-add_to(PyObject **field, PyObject *amount, int sign)
+add_to(Py_ssize_t *field, PyObject *amount, int sign)
 {
-    PyObject *result = sign > 0 ? PyNumber_Add(*field, amount) : PyNumber_Subtract(*field, amount);
-    if (!result)
+    Py_ssize_t size = PyLong_AsSsize_t(amount);
+    if (size == -1 && PyErr_Occurred())
         return -1;
-    Py_SETREF(*field, result);
+    *field += sign > 0 ? size : -size;
     return 0;
 }
 
@@ -404,6 +405,8 @@ observe_forward(Core *self, PyObject *now)
     PyObject *effective;
     if (effective_s < PyFloat_AS_DOUBLE(last_effective))
         effective = Py_NewRef(last_effective);
+    else if (effective_s == now_s && now_s != 0.0)   /* no offset: the same float, no new one */
+        effective = Py_NewRef(now);
     else if (!(effective = PyFloat_FromDouble(effective_s)))
         return NULL;
     Py_SETREF(FIELD(time, off_last_ros), Py_NewRef(now));
@@ -459,7 +462,7 @@ core_put(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
         || !PyList_CheckExact(self->log) || !self->returning || !PyDict_CheckExact(self->returning)
         || !self->readmissions || !PyDict_CheckExact(self->readmissions)
         || !self->removed_numbers || !PyDict_CheckExact(self->removed_numbers) || !self->seq
-        || !self->size_bytes || !self->exempt_bytes || !self->capacity || !self->size_budget
+        || !self->capacity || !self->size_budget
         || !self->tick || !self->log_limit)
         return call_reference((PyObject *)self, args, nargs, kwnames);
     /* Exemption before anything changes; an error (a prefix that is no str) is the reference's
@@ -532,12 +535,10 @@ core_put(Core *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
             }
         }
     }
-    if (add_to(&self->size_bytes, size_object, 1) < 0)
-        goto done;
+    self->size_bytes += size;
     if (exempt) {
         self->exempt_count++;
-        if (add_to(&self->exempt_bytes, size_object, 1) < 0)
-            goto done;
+        self->exempt_bytes += size;
     } else if (ranking_add(self->ranking, slot) < 0) {
         goto done;
     }
@@ -753,7 +754,7 @@ core_traverse(Core *self, visitproc visit, void *arg)
     Py_VISIT(self->exempt_prefixes); Py_VISIT(self->removed_numbers); Py_VISIT(self->returning);
     Py_VISIT(self->readmissions); Py_VISIT(self->log); Py_VISIT(self->capacity);
     Py_VISIT(self->size_budget); Py_VISIT(self->tick); Py_VISIT(self->log_limit);
-    Py_VISIT(self->size_bytes); Py_VISIT(self->exempt_bytes); Py_VISIT(self->seq);
+    Py_VISIT(self->seq);
     return 0;
 }
 
@@ -764,7 +765,7 @@ core_clear(Core *self)
     Py_CLEAR(self->exempt_prefixes); Py_CLEAR(self->removed_numbers); Py_CLEAR(self->returning);
     Py_CLEAR(self->readmissions); Py_CLEAR(self->log); Py_CLEAR(self->capacity);
     Py_CLEAR(self->size_budget); Py_CLEAR(self->tick); Py_CLEAR(self->log_limit);
-    Py_CLEAR(self->size_bytes); Py_CLEAR(self->exempt_bytes); Py_CLEAR(self->seq);
+    Py_CLEAR(self->seq);
     return 0;
 }
 
@@ -786,9 +787,9 @@ static PyMemberDef core_members[] = {
     OBJECT_MEMBER("_readmissions", readmissions), OBJECT_MEMBER("_log", log),
     OBJECT_MEMBER("_capacity", capacity), OBJECT_MEMBER("_size_budget", size_budget),
     OBJECT_MEMBER("_tick", tick), OBJECT_MEMBER("_log_limit", log_limit),
-    OBJECT_MEMBER("_size_bytes", size_bytes), OBJECT_MEMBER("_exempt_bytes", exempt_bytes),
     OBJECT_MEMBER("_seq", seq), COUNT_MEMBER("_present", present),
     COUNT_MEMBER("_exempt_count", exempt_count), COUNT_MEMBER("_evictions_total", evictions_total),
+    COUNT_MEMBER("_size_bytes", size_bytes), COUNT_MEMBER("_exempt_bytes", exempt_bytes),
     {NULL}
 };
 
