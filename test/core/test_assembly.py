@@ -102,33 +102,38 @@ def test_stale_entry_is_never_served_and_its_item_is_marked_stale():
     pack = world.assemble(2.5).pack('planner')
     assert keys(pack) == []
     assert pack.missing[0].reason is STALE
-    assert pack.missing[0].detail == 'stale for 1.5 s (ttl 1.0 s)'
+    assert pack.missing[0].detail == 'stale: its ttl of 1.0 s ran out'
+    assert pack.missing[0].text(pack.effective) == 'stale: its ttl of 1.0 s ran out 1.5 s ago'
     assert world.working_set.get('battery').stale
     world.put('battery', 0.8, stamp=2.6, ttl=1.0)
     assert world.assemble(3.0).pack('planner').item('battery').value == 0.8
     assert not world.working_set.get('battery').stale
 
 
-def test_frames_kept_share_a_stale_keys_missing_entry_while_its_age_reads_the_same():
-    # 200 stale sensors at 100 Hz: the age text moves every 0.1 s, so ten frames in a row
-    # must hold one entry per key, not ten (memory of the frames kept, and the tick's cost).
+def test_frames_kept_share_a_stale_keys_missing_entry_for_as_long_as_it_stays_stale():
+    # 200 stale sensors at 100 Hz and at 10 Hz: a note does not age (the age is read from its
+    # `since`), so every frame holds the same entry per key and the same missing list, not
+    # one of each per tick (memory of the frames kept, and the tick's cost).
+    for period in (0.01, 0.1):
+        _stale_sensors_share_their_notes(period)
+
+
+def _stale_sensors_share_their_notes(period):
     working_set = WorkingSet(210)
     board, log = BoardSnapshot(working_set.timebase), EventLog(10, working_set.timebase)
     assembler = Assembler({'monitor': Manifest.from_dict('monitor',
                                                          {'board_keys': ['sensor:*']})},
                           working_set)
     board.apply([BoardEntry(f'sensor:{i}', i, 0.0, ttl=0.5) for i in range(200)])
-    packs = [assembler.assemble(tick, 1.0 + tick * 0.01, board, log, None).packs['monitor']
-             for tick in range(1, 13)][1:]   # ages 0.52 .. 0.62 s: '0.5' then '0.6'
-    # (from the second tick on: the first has no tick before it to be near)
-    texts = [{m.detail for m in pack.missing} for pack in packs]
+    packs = [assembler.assemble(tick, 1.0 + tick * period, board, log, None).packs['monitor']
+             for tick in range(1, 13)]
     assert all(len(pack.missing) == 200 for pack in packs)
-    for before, after, text_before, text_after in zip(packs, packs[1:], texts, texts[1:]):
-        shared = sum(a is b for a, b in zip(before.missing, after.missing))
-        assert shared == (200 if text_before == text_after else 0), (text_before, text_after)
-        # The whole list too: a frame kept adds no entry until a text moves.
-        assert (before.missing is after.missing) == (text_before == text_after)
-    assert {len(t) for t in texts} == {1} and len(set.union(*texts)) == 2
+    for before, after in zip(packs, packs[1:]):
+        assert after.missing is before.missing and after.digest is before.digest
+    # What a reader sees still ages: the first and the last tick read different ages.
+    texts = [pack.missing[0].text(pack.effective) for pack in (packs[0], packs[-1])]
+    assert texts == [f'stale: its ttl of 0.5 s ran out {1.0 + tick * period - 0.5:.1f} s ago'
+                     for tick in (1, 12)]
 
 
 _STALE_KEYS = 200
@@ -161,8 +166,8 @@ def _retained_bytes_of_stale_keys(frames_kept: int) -> int:
 
 def test_retained_frames_share_the_missing_entries_of_stale_keys():
     few, many = _retained_bytes_of_stale_keys(10), _retained_bytes_of_stale_keys(100)
-    # Shared: 90 more frames add a list and entries only when the age text moves (every 0.1 s),
-    # not _STALE_KEYS new entries each (~150 B apiece, as before NotesAt).
+    # Shared: 90 more frames add no entries (a note does not age), not _STALE_KEYS new entries
+    # each (~150 B apiece, as when each tick's note read its age).
     assert many - few < 90 * _STALE_KEYS * 20, (few, many)
 
 
@@ -334,7 +339,8 @@ def test_steady_over_capacity_selection_evicts_in_the_first_tick_only():
     # "Unused for" is the time since its last use, growing while it stays out.
     (report,) = frame.pack('monitor').missing
     assert (report.key, report.reason) == ('sensor:0', EVICTED)
-    assert report.detail == 'evicted at tick 1 (capacity): importance 0.10, unused for 28.0 s'
+    assert report.detail == 'evicted at tick 1 (capacity): importance 0.10, last used'
+    assert report.text(frame.pack('monitor').effective) == f'{report.detail} 28.0 s ago'
     assert world.working_set.evictions_total == 6
 
 
@@ -345,10 +351,10 @@ def test_retained_frames_share_absent_records_and_windows_while_they_hold():
     world.assemble(1.0)
     second, third = world.assemble(2.0).pack('monitor'), world.assemble(3.0).pack('monitor')
     # One note per evicted key for all ticks; only the age it reports grows.
-    assert len(second.absent_notes) == 6
-    assert all(a is b for a, b in zip(second.absent_notes, third.absent_notes))
-    assert second.absent[0].detail.endswith('unused for 1.0 s')
-    assert third.absent[0].detail.endswith('unused for 2.0 s')
+    assert len(second.absent) == 6
+    assert all(a is b for a, b in zip(second.absent, third.absent))
+    assert second.absent[0].text(second.effective).endswith('last used 1.0 s ago')
+    assert third.absent[0].text(third.effective).endswith('last used 2.0 s ago')
 
 
 def test_a_map_window_is_cut_again_only_when_its_grid_route_or_pose_changes():
@@ -501,7 +507,7 @@ def test_a_clock_reset_neither_freshens_nor_hides_data():
     pack = world.assemble(0.6).pack('planner')   # 1.1 s after the entry's stamp, effective
     assert keys(pack) == ['goal:deliver']
     assert missing(pack) == {'battery': STALE}
-    assert pack.missing[0].detail == 'stale for 0.1 s (ttl 1.0 s)'
+    assert pack.missing[0].text(pack.effective) == 'stale: its ttl of 1.0 s ran out 0.1 s ago'
     assert [event.seq for event in pack.events] == [constraint.seq]
     # The window counts effective seconds: the constraint leaves it 120 s after it was logged.
     assert pack.events == world.assemble(114.9).pack('planner').events
@@ -520,7 +526,7 @@ def test_a_forward_jump_ages_everything_by_the_time_skipped():
     assert keys(pack) == ['battery'] and len(pack.events) == 1
     pack = world.assemble(60.0).pack('planner')   # 58 s skipped
     assert keys(pack) == [] and pack.events == ()
-    assert pack.absent[0].detail == 'stale for 54.0 s (ttl 5.0 s)'
+    assert pack.absent[0].text(pack.effective) == 'stale: its ttl of 5.0 s ran out 54.0 s ago'
 
 
 def test_repeated_resets_keep_one_timeline():
@@ -535,7 +541,7 @@ def test_repeated_resets_keep_one_timeline():
     assert keys(pack) == ['battery'] and len(pack.events) == 1
     pack = world.assemble(9.0).pack('planner')   # effective 23 s
     assert keys(pack) == [] and len(pack.events) == 1
-    assert pack.absent[0].detail == 'stale for 1.0 s (ttl 12.0 s)'
+    assert pack.absent[0].text(pack.effective) == 'stale: its ttl of 12.0 s ran out 1.0 s ago'
 
 
 def test_frozen_frame_values_cannot_be_changed():

@@ -187,9 +187,10 @@ def test_ages_in_a_steady_pack_still_grow():
     details = []
     for tick, now in enumerate((1.0, 1.5, 2.0), start=1):
         pack = assembler.assemble(tick, now, board, log, None).pack('planner')
-        details.append([(m.key, m.detail) for m in pack.missing if m.key == 'door:d1'])
-    assert details == [[('door:d1', f'stale for {age:.1f} s (ttl 0.5 s)')] for age in
-                       (0.5, 1.0, 1.5)]
+        details.append([(m.key, m.text(pack.effective)) for m in pack.missing
+                        if m.key == 'door:d1'])
+    assert details == [[('door:d1', f'stale: its ttl of 0.5 s ran out {age:.1f} s ago')]
+                       for age in (0.5, 1.0, 1.5)]
     assembler, board, log = _steady_world()
     log.append(Event(0.0, EventKind.ACTION, 'test', 'a1'))
     details = [assembler.assemble(tick, now, board, log, None).pack('executor').missing

@@ -50,7 +50,7 @@ def frame_and_events():
     ('planner', 'goal:deliver', True, 'PRESENT', 'board item, importance 1.00, exempt'),
     ('planner', 'map', True, 'PRESENT', 'map window 3 x 3 cells at (0.00, 0.00) m'),
     ('planner', 'events:FAILURE', True, 'PRESENT', '1 FAILURE event(s) in the window'),
-    ('planner', 'pose', False, 'STALE', 'stale for 10.0 s (ttl 2.0 s)'),
+    ('planner', 'pose', False, 'STALE', 'stale: its ttl of 2.0 s ran out 10.0 s ago'),
     ('planner', 'reading:1', False, 'EVICTED', 'evicted at tick 7 (capacity): importance 0.10'),
     ('planner', 'station:3', False, 'OUT_OF_SCOPE', "tags ['charging'] excluded"),
     ('planner', 'door:1', False, 'INJECTED_DROP', 'withheld by an injected drop'),

@@ -86,16 +86,20 @@ def test_a_plain_dict_is_encoded_anew_each_time_so_a_mutation_shows():
 @settings(max_examples=60)
 @given(st.lists(st.lists(st.tuples(st.integers(0, 5), _items), max_size=6), min_size=1,
                 max_size=6),
-       st.lists(st.sampled_from(['', 'a', 'b']), max_size=3))
+       st.lists(st.lists(st.integers(0, 5), max_size=4), min_size=6, max_size=6))
 def test_digests_made_with_kept_encodings_over_ticks_equal_those_made_from_scratch(ticks,
-                                                                                   details):
+                                                                                   notes):
     # Each tick changes some keys' items (a key per slot 0..5); the rest are as last tick.
+    # Its missing list takes notes from a pool: the same objects tick after tick, some
+    # with a since, some with none, so kept note texts are joined anew.
     encodings, held = ItemEncodings(), {}
-    missing = tuple(Missing(f'm{i}', MissingReason.STALE, d) for i, d in enumerate(details))
-    for changes in ticks:
+    pool = [Missing(f'm{i}', MissingReason.STALE, detail, since) for i, (detail, since) in
+            enumerate([('', None), ('a', 1.5), ('b', None), ('a', 0.0), ('', 2.25), ('b', 7.0)])]
+    for changes, chosen in zip(ticks, notes):
         for slot, item in changes:
             held[f'k{slot}'] = item._replace(key=f'k{slot}')
         items = [held[key]._replace(last_used=float(len(ticks))) for key in sorted(held)]
+        missing = tuple(pool[index] for index in chosen)
         kept = pack_digest(items, (), None, missing, encodings)
         encodings.end_tick()
         assert kept == pack_digest(items, (), None, missing)
@@ -250,29 +254,13 @@ def test_a_frozen_values_kept_text_is_the_text_in_c_and_in_the_reference():
         assert part[8:] == b'["k",{"kept":1},"board",0.5,1.0,false,false]'
 
 
-_notes = st.builds(frames.AbsentNote, key=st.sampled_from(['a', 'b']),
-                   reason=st.sampled_from([MissingReason.STALE, MissingReason.EVICTED]),
-                   detail=st.sampled_from(['stale for ', 'unused for ']),
-                   since=st.none() | st.floats(0.0, 5.0), suffix=st.sampled_from(['', ' s']))
-
-
-@given(st.lists(st.lists(_notes, max_size=3), max_size=12),
-       st.lists(st.sampled_from([0.0, 0.01, 0.05, 0.099, 0.1, 0.3]), min_size=12, max_size=12))
-def test_notes_at_a_tick_are_what_each_note_says_then_and_the_same_object_while_it_reads_so(
-        ticks, steps):
-    notes_at, last, now, previous = frames.NotesAt(), {}, 1.0, None
-    for notes, step in zip(ticks, steps):
-        now += step
-        for missing, note in zip(notes_at.all(notes, now), notes):
-            assert missing == note.at(now) == notes_at.at(note, now)
-            before = last.get(id(note))
-            if (previous is not None and now - previous < 0.9 * frames.AGE_STEP_S
-                    and before is not None and before[0] is note and before[1] == missing):
-                assert missing is before[1]   # the same text: the very entry of the last tick
-            last[id(note)] = (note, missing)
-        notes_at.end_tick(now)
-        previous = now
-        last = {key: kept for key, kept in last.items() if any(n is kept[0] for n in notes)}
+def test_a_note_reads_its_age_at_the_time_asked_and_never_a_negative_one():
+    stale = Missing('sensor:1', MissingReason.STALE, 'stale: its ttl of 1.0 s ran out', 10.0)
+    assert stale.text(13.3) == 'stale: its ttl of 1.0 s ran out 3.3 s ago'
+    assert stale.age(13.3) == pytest.approx(3.3)
+    assert stale.text(9.0) == 'stale: its ttl of 1.0 s ran out 0.0 s ago'   # a clock behind
+    plain = Missing('goal', MissingReason.NEVER_SEEN, 'not on the board')
+    assert plain.age(5.0) is None and plain.text(5.0) == 'not on the board'
 
 
 @pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')

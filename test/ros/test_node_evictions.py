@@ -38,12 +38,12 @@ def test_a_steady_over_capacity_selection_publishes_evictions_in_its_first_tick_
     evicted = {e.key for e in batch.evictions}
     assert all(planner_keys(f) == {'goal:deliver', *(r.key for r in readings)} - evicted
                for f in probe.frames if f.tick >= first.tick)
-    # "Unused for" is the time since the item was last used, not 0.0 s every tick.
+    # "Last used ... ago" is the time since the item was last used, not 0.0 s every tick.
     latest = probe.frames[-1]
     key = sorted(evicted)[0]
     answer = probe.explain('planner', key, latest.tick)
     assert answer.reason == 'EVICTED'
-    unused = float(answer.detail.rsplit('unused for ', 1)[1].split()[0])
+    unused = float(answer.detail.rsplit('last used ', 1)[1].split()[0])
     elapsed = seconds_from_time(latest.header.stamp) - seconds_from_time(first.header.stamp)
     assert unused >= elapsed - 0.05 > 0.5, answer.detail
     status = probe.status('capacity', lambda s: probe.values(s)['evictions_total'] == '5')

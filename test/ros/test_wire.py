@@ -128,12 +128,17 @@ def test_many_items_used_at_the_tick_and_before_serialize_exactly():
     stamp = 50.0
     items = [Item(f'k{n:03d}', {'n': n}, Source.BOARD, 0.5, 1.0, stamp if n % 7 else 20.0)
              for n in range(120)]
-    missing = [Missing(f'm{n}', MissingReason.STALE, f'stale for {n / 10:.1f} s')
-               for n in range(40)]
-    frame = make_frame(3, stamp, [make_pack('bulk', 3, stamp, items, [], None, missing,
-                                            effective=stamp)])
+    missing = [Missing(f'm{n}', MissingReason.STALE, f'stale: its ttl of {n / 10:.1f} s ran out',
+                       None if n % 3 == 0 else 40.0 + n / 10) for n in range(40)]
     wire = encoder()
-    for _ in range(2):    # the second frame from cached pieces
+    # The notes' since times are ROS times of the pack's epoch: the same notes after a clock
+    # reset (effective 100 s ahead of ROS time) are written anew.
+    for effective in (stamp, stamp, stamp + 100.0, stamp + 100.0):
+        frame = make_frame(3, stamp, [make_pack(
+            'bulk', 3, stamp, items, [], None,
+            [m if m.since is None or effective == stamp else
+             Missing(m.key, m.reason, m.detail, m.since + 100.0) for m in missing],
+            effective=effective)])
         assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
 
 

@@ -60,7 +60,8 @@ def planner_pack(tick: int) -> ContextPack:
                                     detail='dropped by injection')]
     else:
         pack.missing = [MissingItem(key='battery', reason=MissingItem.STALE,
-                                    detail='stale for 1.5 s (ttl 1.0 s)')]
+                                    detail='stale: its ttl of 1.0 s ran out',
+                                    since=Time(sec=2, nanosec=500_000_000))]
     pack.nearby_map.info.width = MAP_WIDTH
     pack.nearby_map.info.height = MAP_HEIGHT
     pack.nearby_map.info.resolution = 0.1

@@ -39,7 +39,7 @@ def test_why_gives_present_evicted_dropped_stale_timeline(synthetic_bag, capsys)
         '  ticks 1-3: present (importance 0.20)',
         '  ticks 4-5: missing EVICTED (evicted at tick 4)',
         '  ticks 6-7: missing INJECTED_DROP (dropped by injection)',
-        '  ticks 8-9: missing STALE (stale for 1.5 s (ttl 1.0 s))',
+        '  ticks 8-9: missing STALE (stale: its ttl of 1.0 s ran out)',
         '  stale since tick 8',
     ]
 
@@ -176,6 +176,15 @@ def test_tick_and_cabin_show_items_flags_map_and_missing_reasons(synthetic_bag, 
     assert 'map window: 20x10 cells at 0.100 m/cell, origin (4.00, 0.00) m' in lines
     assert lines[-2:] == ['missing (1):', '  battery  EVICTED  evicted at tick 4']
     assert 'executor' not in out
+
+
+def test_a_stale_keys_missing_line_reads_its_age_at_the_ticks_stamp(synthetic_bag, capsys):
+    # The note's since is 2.5 s: 1.5 s before tick 8 (4.0 s), 2.0 s before tick 9.
+    for tick, age in ((8, '1.5'), (9, '2.0')):
+        code, out, _ = run_cli(capsys, synthetic_bag, '--tick', tick, '--cabin', 'planner')
+        assert code == 0
+        assert out.splitlines()[-1] == (f'  battery  STALE  stale: its ttl of 1.0 s ran out '
+                                        f'{age} s ago')
 
 
 def test_tick_without_cabin_shows_every_pack_and_their_events(synthetic_bag, capsys):

@@ -32,8 +32,8 @@ from working_memory.core.board import BoardChanges, BoardSnapshot, BoardView
 from working_memory.core.checks import is_finite_number
 from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import EvictionRecord, PyWorkingSet, Settlement
-from working_memory.core.frames import (AbsentNote, DIGEST_EQUAL, DIGEST_SAME, Frame,
-                                        ItemEncodings, NotesAt, Pack, changed_positions,
+from working_memory.core.frames import (DIGEST_EQUAL, DIGEST_SAME, Frame,
+                                        ItemEncodings, Pack, changed_positions,
                                         freeze_window, make_frame, make_pack)
 from working_memory.core.gridmap import GridMap, MapWindow, as_point
 from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason, Source
@@ -82,15 +82,15 @@ class _Selection:
     events: dict[str, Event] = field(default_factory=dict)  # item key -> event, oldest first
     touched: set[str] = field(default_factory=set)  # board keys whose selection changed
     stale: Mapping[str, None] = field(default_factory=dict)   # read only
-    stale_notes: tuple[AbsentNote, ...] = ()                  # their notes, sorted by key
+    stale_notes: tuple[Missing, ...] = ()                  # their notes, sorted by key
     withheld: list[str] = field(default_factory=list)  # keys removed by injected drops
     # Selected but not served, per key: board keys and event items kept apart for required
     # globs. The cabin's board notes (read only, and sorted by key) are kept across ticks; the
     # served keys found evicted are noted apart.
-    board_absent: Mapping[str, AbsentNote] = field(default_factory=dict)
-    board_absent_sorted: tuple[AbsentNote, ...] = ()
-    evicted_absent: dict[str, AbsentNote] = field(default_factory=dict)
-    event_absent: dict[str, AbsentNote] = field(default_factory=dict)
+    board_absent: Mapping[str, Missing] = field(default_factory=dict)
+    board_absent_sorted: tuple[Missing, ...] = ()
+    evicted_absent: dict[str, Missing] = field(default_factory=dict)
+    event_absent: dict[str, Missing] = field(default_factory=dict)
     # Missing entries other than the stale keys' (made from stale_notes when the pack is).
     missing: dict[str, Missing] = field(default_factory=dict)
     map_window: MapWindow | None = None
@@ -112,7 +112,7 @@ class _Steady:
     cabin: CabinBoard
     version: int
     events: dict[str, Event]
-    event_absent: dict[str, AbsentNote]
+    event_absent: dict[str, Missing]
     map_window: MapWindow | None
     map_missing: dict[str, Missing]
     items: list
@@ -168,11 +168,10 @@ class Assembler:
         self._weights: dict[str, tuple[Manifest, dict[str, float], Any]] = {}
         self._encodings = ItemEncodings()
         # Absent notes of the last tick and of this one (see _note).
-        self._notes: dict[tuple, AbsentNote] = {}
-        self._notes_used: dict[tuple, AbsentNote] = {}
-        self._notes_at = NotesAt()   # stale notes' Missing entries, shared while their text holds
-        self._eviction_notes: dict[str, tuple[EvictionRecord, AbsentNote]] = {}
-        self._eviction_notes_used: dict[str, tuple[EvictionRecord, AbsentNote]] = {}
+        self._notes: dict[tuple, Missing] = {}
+        self._notes_used: dict[tuple, Missing] = {}
+        self._eviction_notes: dict[str, tuple[EvictionRecord, Missing]] = {}
+        self._eviction_notes_used: dict[str, tuple[EvictionRecord, Missing]] = {}
         # Map windows cut last tick and this tick (see _kept).
         self._windows: dict[tuple, tuple] = {}
         self._windows_used: dict[tuple, tuple] = {}
@@ -233,7 +232,6 @@ class Assembler:
                      for selection in selections]
             self._encodings.end_tick()
             self._notes, self._notes_used = self._notes_used, {}
-            self._notes_at.end_tick(effective)
             self._eviction_notes, self._eviction_notes_used = self._eviction_notes_used, {}
             return make_frame(tick, now, packs, settlement.evicted, self._ws.capacity_alarm,
                               effective=effective, readmitted=settlement.readmitted)
@@ -563,11 +561,11 @@ class Assembler:
             last = steady.pack
             if changed_positions(steady.items, found, DIGEST_SAME, DIGEST_EQUAL):
                 pack = make_pack(name, tick, stamp, found, last.events, last.map_window,
-                                 last.missing, last.absent_notes, effective=now,
+                                 last.missing, last.absent, effective=now,
                                  encodings=self._encodings)
             else:
                 pack = Pack(name, tick, stamp, tuple(found), last.events, last.map_window,
-                            last.missing, last.absent_notes, last.digest, now)
+                            last.missing, last.absent, last.digest, now)
                 self._encodings.carry(name)
             steady.items, steady.pack = found, pack
             self._steady[name] = steady
@@ -589,7 +587,7 @@ class Assembler:
         # Made only when some item came back (readmissions_of looks at none otherwise).
         served = chain((item.key for item in items), map(event_item_key, events))
         returned = ws.readmissions_of(served)
-        missing = _missing_sorted(selection, now, self._notes_at)
+        missing = _missing_sorted(selection)
         last = self._missing_kept.get(name)
         if (last is not None and len(last) == len(missing)
                 and all(map(operator.is_, last, missing))):
@@ -599,10 +597,11 @@ class Assembler:
                          readmitted=sorted(returned, key=lambda r: r.key),
                          encodings=self._encodings)
         self._missing_kept[name] = pack.missing
-        # Kept only when nothing in it ages or comes from outside the selection: no evicted
-        # item or event, no readmission, no stale note, no text of the log's latest events.
+        # Kept only when nothing in it comes from outside the selection: no evicted item or
+        # event, no readmission, no text of the log's latest events. (Stale keys' notes are
+        # the cabin's: its version moves when one comes, goes or changes.)
         if (not evicted and len(events) == len(selection.events) and not returned
-                and not selection.stale_notes and not selection.timely):
+                and not selection.timely):
             self._steady[name] = _Steady(selection.cabin, selection.cabin.version,
                                          selection.events, selection.event_absent,
                                          selection.map_window, map_missing, found, pack)
@@ -623,7 +622,7 @@ class Assembler:
             return False
         return not ws.readmissions_of(chain(selection.board_sorted, selection.events))
 
-    def _evicted(self, key: str, now: float) -> AbsentNote:
+    def _evicted(self, key: str, now: float) -> Missing:
         """Note a selected key that is evicted (unused for its age at effective `now` [s])."""
         record = self._ws.eviction_of(key) or self._ws.last_eviction(key)
         if record is None:
@@ -631,23 +630,23 @@ class Assembler:
         # The text is made once per eviction (one record object per eviction).
         kept = self._eviction_notes_used.get(key) or self._eviction_notes.get(key)
         if kept is None or kept[0] is not record:
-            kept = (record, AbsentNote(
+            kept = (record, Missing(
                 key, MissingReason.EVICTED, f'evicted at tick {record.tick} ({record.reason}): '
-                f'importance {record.importance:.2f}, unused for ', record.last_used, ' s'))
+                f'importance {record.importance:.2f}, last used', record.last_used))
         self._eviction_notes_used[key] = kept
         return kept[1]
 
-    def _note(self, key: str, reason: MissingReason, detail: str, since: float | None = None,
-              suffix: str = '') -> AbsentNote:
+    def _note(self, key: str, reason: MissingReason, detail: str,
+              since: float | None = None) -> Missing:
         """Return the note, the very object of the last tick when it is the same.
 
         Retained frames then share their absent records instead of each tick
         keeping its own copy of every selected key it does not serve.
         """
-        spec = (key, reason, detail, since, suffix)
+        spec = (key, reason, detail, since)
         note = self._notes_used.get(spec) or self._notes.get(spec)
         if note is None:
-            note = AbsentNote(key, reason, detail, since, suffix)
+            note = Missing(key, reason, detail, since)
         self._notes_used[spec] = note
         return note
 
@@ -660,7 +659,7 @@ class Assembler:
                     continue
                 note = (selection.evicted_absent.get(pattern)
                         or selection.board_absent.get(pattern))
-                absent = [] if note is None else [note.at(now)]
+                absent = [] if note is None else [note]
             else:
                 if any(fnmatch.fnmatchcase(item.key, pattern) for item in items):
                     continue
@@ -670,7 +669,7 @@ class Assembler:
                                 if fnmatch.fnmatchcase(key, pattern)),
                                key=lambda note: (note.reason is MissingReason.EVICTED,
                                                  self._positions.get(note.key, 0)))
-                absent = [note.at(now) for note in notes]
+                absent = notes
             if pattern not in selection.missing and pattern not in selection.stale:
                 selection.missing[pattern] = _summarise(
                     pattern, absent, 'not on the board' if not is_glob(pattern)
@@ -689,7 +688,7 @@ class Assembler:
                 selection.missing[spec] = Missing(spec, MissingReason.INJECTED_DROP,
                                                   'kind withheld by an injected drop')
                 continue
-            absent = [note.at(now) for key, note in selection.event_absent.items()
+            absent = [note for key, note in selection.event_absent.items()
                       if kind in (ALL_KINDS, event_item_kind(key))]
             selection.timely = True
             stamps = [s for s in map(log.last_stamp, kinds) if s is not None]
@@ -770,11 +769,10 @@ def _summarise(key: str, absent: list[Missing], why_none: str,
     return Missing(key, reason, f'{len(absent)} matching not served: {shown}{more}')
 
 
-def _by_key(missing: Missing | AbsentNote) -> str:
-    return missing.key
+_by_key = operator.attrgetter('key')   # of a Missing
 
 
-def _absent_sorted(selection: _Selection) -> tuple[AbsentNote, ...] | list[AbsentNote]:
+def _absent_sorted(selection: _Selection) -> tuple[Missing, ...] | list[Missing]:
     """Return a pack's absent notes by key: the cabin's own tuple when nothing is added."""
     base = selection.board_absent_sorted
     added = {**selection.evicted_absent, **selection.event_absent}
@@ -787,12 +785,12 @@ def _absent_sorted(selection: _Selection) -> tuple[AbsentNote, ...] | list[Absen
     return sorted(chain(base, added.values()), key=_by_key)
 
 
-def _missing_sorted(selection: _Selection, now: float, notes_at: NotesAt) -> list[Missing]:
+def _missing_sorted(selection: _Selection) -> list[Missing]:
     """Return a pack's missing entries by key: the stale keys' and the others (which win)."""
     others, notes = selection.missing, selection.stale_notes
     if any(key in selection.stale for key in others):
         notes = [note for note in notes if note.key not in others]
-    return sorted(chain(notes_at.all(notes, now), others.values()), key=_by_key)
+    return sorted(chain(notes, others.values()), key=_by_key)
 
 
 def _checked_manifests(manifests: Mapping[str, Manifest]) -> dict[str, Manifest]:

@@ -44,7 +44,7 @@ def explain(frame: Frame, manifests: Mapping[str, Manifest], cabin: str,
         return Explanation(True, PRESENT, served)
     for missing in pack.missing + pack.absent:
         if missing.key == key:
-            return Explanation(False, missing.reason.value, missing.detail)
+            return Explanation(False, missing.reason.value, missing.text(pack.effective))
     return _unrecorded(pack, manifest, key)
 
 

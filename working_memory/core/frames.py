@@ -9,7 +9,6 @@ import operator
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from itertools import repeat
 from json.encoder import encode_basestring_ascii
 from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
@@ -20,93 +19,17 @@ from working_memory.core.checks import check_int
 from working_memory.core.eviction import EvictionRecord, Readmission
 from working_memory.core.frozen import FrozenDict
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, Item, Missing, MissingReason, Source, value_text
+from working_memory.core.items import Event, Item, Missing, Source, value_text
 from working_memory.core.timebase import epoch_time
 
 DIGEST_HEX_CHARS = 16
-AGE_STEP_S = 0.1   # [s] the resolution of the ages notes read ('stale for 3.2 s')
 _item_key = operator.itemgetter(0)   # Item.key (an Item is a named tuple)
 # A Missing as the digest encodes it: its reason (a str enum) is written as its value.
-_missing_fields = operator.attrgetter('key', 'reason', 'detail')
+_missing_fields = operator.attrgetter('key', 'reason', 'detail', 'since')
 # An Item's content as the digest encodes it, by position: the very value and source
 # (1, 2), and key, importance, stamp, stale, exempt (0, 3, 4, 6, 7) equal; last_used (5)
 # and size (8) are not content.
 DIGEST_SAME, DIGEST_EQUAL = (1, 2), (0, 3, 4, 6, 7)
-
-
-@dataclass(frozen=True, slots=True)
-class AbsentNote:
-    """Why a selected key is not served, as packs keep it: one note for as long as it holds.
-
-    The detail is `detail`, or with `since` [s, effective time] set, `detail` then
-    the age since it ('unused for 3.2', 'stale for 0.4') then `suffix`: the note
-    stays the same while only the age grows, so the frames of many ticks share it.
-    """
-
-    key: str
-    reason: MissingReason
-    detail: str
-    since: float | None = None
-    suffix: str = ''
-
-    def age(self, now: float) -> str | None:
-        """Return the age text the detail shows at effective `now` [s] ('3.2'), None without."""
-        return None if self.since is None else f'{max(0.0, now - self.since):.1f}'
-
-    def at(self, now: float) -> Missing:
-        """Return the note as a Missing at effective time `now` [s]."""
-        return self._missing(self.age(now))
-
-    def _missing(self, age: str | None) -> Missing:
-        return Missing(self.key, self.reason,
-                       self.detail if age is None else f'{self.detail}{age}{self.suffix}')
-
-
-class NotesAt:
-    """Notes as Missing entries, tick by tick: the very Missing again while its text holds.
-
-    A stale key's note reads 'stale for 3.2 s' and its text changes every 0.1 s, not every
-    tick: the packs of the ticks in between (and the frames kept of them) share one entry
-    instead of each holding its own. What the ending tick did not ask for is forgotten
-    at `end_tick`.
-    """
-
-    def __init__(self):
-        self._kept: dict[int, tuple[AbsentNote, str | None, Missing]] = {}
-        self._used: dict[int, tuple[AbsentNote, str | None, Missing]] = {}
-        self._last_tick: float | None = None   # effective time [s] of the last tick's end
-
-    def at(self, note: AbsentNote, now: float) -> Missing:
-        """Return the note as a Missing at `now` [s]: the last tick's object while the same text."""
-        return self.all((note,), now)[0]
-
-    def all(self, notes: Iterable[AbsentNote], now: float) -> list[Missing]:
-        """Return `at(note, now)` of each of `notes`, in one loop (a pack's stale keys)."""
-        if self._last_tick is None or not now - self._last_tick < 0.9 * AGE_STEP_S:
-            # Ticks about this far apart (10 Hz or slower) move every age text: nothing shared.
-            return [note.at(now) for note in notes]
-        used, kept = self._used, self._kept
-        result = []
-        append = result.append
-        for note in notes:
-            since = note.since
-            if since is None:
-                age = None
-            else:   # AbsentNote.age, written out: a call per note shows with many stale keys
-                age = now - since
-                age = f'{age if age > 0.0 else 0.0:.1f}'
-            # By identity: the kept tuple holds the note, so its id is not reused meanwhile.
-            found = used.get(id(note)) or kept.get(id(note))
-            if found is None or found[0] is not note or found[1] != age:
-                found = (note, age, note._missing(age))
-            used[id(note)] = found
-            append(found[2])
-        return result
-
-    def end_tick(self, now: float) -> None:
-        """Forget the entries the tick ending at effective `now` [s] did not ask for."""
-        self._kept, self._used = self._used, {}
-        self._last_tick = now
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,8 +42,9 @@ class Pack:
     that is not served, and `readmitted` how each served item that had been
     evicted came back (for `explain`); neither is part of the digest.
     `stamp` is the tick's ROS time, `effective` the same instant on the
-    effective timeline [s] (items' `last_used` is effective time). The pack keeps
-    `absent` as notes (`absent_notes`) shared with other ticks' packs while they hold.
+    effective timeline [s] (items' `last_used` and notes' `since` are effective
+    time). Its notes are shared with other ticks' packs while they hold (they do
+    not age: `Missing.text(pack.effective)` reads the age).
     """
 
     cabin: str
@@ -130,15 +54,10 @@ class Pack:
     events: tuple[Event, ...]
     map_window: FrozenMapWindow | None
     missing: tuple[Missing, ...]
-    absent_notes: tuple[AbsentNote, ...]
+    absent: tuple[Missing, ...]
     digest: str
     effective: float
     readmitted: tuple[Readmission, ...] = ()
-
-    @property
-    def absent(self) -> tuple[Missing, ...]:
-        """Every other selected key not served, with its reason as of this tick."""
-        return tuple(note.at(self.effective) for note in self.absent_notes)
 
     def item(self, key: str) -> Item | None:
         """Return the served item for `key`, or None."""
@@ -294,8 +213,9 @@ class ItemEncodings:
         self._events_used: dict[int, tuple[Event, bytes]] = {}
         self._shapes: dict[int, tuple] = {}
         self._shapes_used: dict[int, tuple] = {}
-        self._missing: dict[tuple, bytes] = {}
-        self._missing_used: dict[tuple, bytes] = {}
+        # By a note's identity (packs of many ticks share one): the note, its JSON text.
+        self._missing: dict[int, tuple[Missing, bytes]] = {}
+        self._missing_used: dict[int, tuple[Missing, bytes]] = {}
         # By the missing tuple's identity (packs of many ticks share one): its text, unhashed.
         self._missing_of: dict[int, tuple[tuple, bytes]] = {}
         self._missing_of_used: dict[int, tuple[tuple, bytes]] = {}
@@ -355,7 +275,9 @@ class ItemEncodings:
         """Return the canonical JSON of a pack's map shape and missing list, kept while same.
 
         The shape is kept per window object (frozen windows live across ticks); the
-        missing list while its (key, reason, detail) repeat.
+        missing list while it is the same tuple, and each note's text while the same note,
+        so a list that changed by a few notes encodes those few (a JSON array is its
+        elements' texts joined by commas).
         """
         shape = self._shapes_used.get(id(map_window)) or self._shapes.get(id(map_window))
         if shape is None or shape[0] is not map_window:
@@ -367,11 +289,15 @@ class ItemEncodings:
         if same is not None and same[0] is missing:
             self._missing_of_used[id(missing)] = same
             return shape[1], same[1]
-        fields = tuple(map(_missing_fields, missing))
-        text = self._missing_used.get(fields) or self._missing.get(fields)
-        if text is None:
-            text = _canonical(list(fields))
-        self._missing_used[fields] = text
+        used, kept, texts = self._missing_used, self._missing, []
+        append = texts.append
+        for entry in missing:
+            found = used.get(id(entry)) or kept.get(id(entry))
+            if found is None or found[0] is not entry:
+                found = (entry, _canonical(list(_missing_fields(entry))))
+            used[id(entry)] = found
+            append(found[1])
+        text = b''.join((b'[', b','.join(texts), b']'))
         self._missing_of_used[id(missing)] = (missing, text)
         return shape[1], text
 
@@ -490,7 +416,7 @@ def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapW
 
 def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
               events: Iterable[Event], map_window: MapWindow | None,
-              missing: Iterable[Missing], absent: Iterable[Missing | AbsentNote] = (), *,
+              missing: Iterable[Missing], absent: Iterable[Missing] = (), *,
               effective: float | None = None, readmitted: Iterable[Readmission] = (),
               encodings: ItemEncodings | None = None) -> Pack:
     """Freeze one cabin's pack: tuples, items sorted by key, a read-only map window, digest.
@@ -503,10 +429,7 @@ def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
     missing = tuple(missing)
     map_window = freeze_window(map_window)
     # A tuple of notes is kept as it is: packs of many ticks then share one.
-    notes = absent if absent.__class__ is tuple and all(
-        map(isinstance, absent, repeat(AbsentNote))) else tuple(
-        note if isinstance(note, AbsentNote) else AbsentNote(note.key, note.reason, note.detail)
-        for note in absent)
+    notes = absent if absent.__class__ is tuple else tuple(absent)
     return Pack(cabin, tick, stamp, items, events, map_window, missing, notes,
                 pack_digest(items, events, map_window, missing, encodings, cabin),
                 stamp if effective is None else effective, tuple(readmitted))

@@ -228,8 +228,26 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Missing:
-    """A required key absent from a pack, with the reason and a human-readable detail."""
+    """A key a pack does not serve, with the reason and a human-readable detail.
+
+    `since` [s] is when the age the note implies counts from (a stale item's ttl
+    running out, an evicted item's last use), on the timeline of the pack holding
+    it: effective time in the node's packs, ROS time in packs read from messages;
+    None when nothing ages. The detail stays the same while time passes, so the
+    packs (and wire bytes) of many ticks share one note; `text(now)` reads it
+    with the age ('stale: its ttl of 1.0 s ran out 3.2 s ago').
+    """
 
     key: str
     reason: MissingReason
     detail: str = field(default='')
+    since: float | None = None
+
+    def age(self, now: float) -> float | None:
+        """Return the age [s] at `now` (the pack's time), never below 0; None without `since`."""
+        return None if self.since is None else max(0.0, now - self.since)
+
+    def text(self, now: float) -> str:
+        """Return the detail as read at `now` [s], with the age since `since` when it has one."""
+        age = self.age(now)
+        return self.detail if age is None else f'{self.detail} {age:.1f} s ago'

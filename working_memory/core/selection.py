@@ -16,9 +16,8 @@ import heapq
 import math
 from typing import Collection, Iterable, Mapping
 
-from working_memory.core.frames import AbsentNote
 from working_memory.core.frozen import FrozenDict
-from working_memory.core.items import BoardEntry, MissingReason
+from working_memory.core.items import BoardEntry, Missing, MissingReason
 from working_memory.core.manifest import Manifest, is_glob
 
 # [s] A served entry whose ttl deadline is this close is checked exactly (float rounding of
@@ -46,13 +45,13 @@ def filtered(key: str, tags: Iterable[str], include: frozenset[str],
     return key, MissingReason.OUT_OF_SCOPE, detail
 
 
-def stale_note(entry: BoardEntry) -> AbsentNote:
-    """Return the note of a stale entry: its age since the ttl ran out grows, the note stays."""
-    return AbsentNote(entry.key, MissingReason.STALE, 'stale for ',
-                      entry.effective_stamp + entry.ttl, f' s (ttl {entry.ttl:.1f} s)')
+def stale_note(entry: BoardEntry) -> Missing:
+    """Return the note of a stale entry: since its ttl ran out (its age grows, the note stays)."""
+    return Missing(entry.key, MissingReason.STALE, f'stale: its ttl of {entry.ttl:.1f} s ran out',
+                   entry.effective_stamp + entry.ttl)
 
 
-def _note_key(note: AbsentNote) -> str:
+def _note_key(note: Missing) -> str:
     return note.key
 
 
@@ -62,8 +61,8 @@ class SortedNotes:
     __slots__ = ('_notes', '_frozen')
 
     def __init__(self):
-        self._notes: list[AbsentNote] = []
-        self._frozen: tuple[AbsentNote, ...] | None = ()
+        self._notes: list[Missing] = []
+        self._frozen: tuple[Missing, ...] | None = ()
 
     def _find(self, key: str) -> tuple[int, bool]:
         """Return where `key`'s note is or would go, and whether it is there."""
@@ -71,7 +70,7 @@ class SortedNotes:
         at = bisect.bisect_left(notes, key, key=_note_key)
         return at, at < len(notes) and notes[at].key == key
 
-    def set(self, note: AbsentNote) -> None:
+    def set(self, note: Missing) -> None:
         """Add `note`, or replace the note of its key."""
         at, found = self._find(note.key)
         if found:
@@ -80,7 +79,7 @@ class SortedNotes:
             self._notes.insert(at, note)
         self._frozen = None
 
-    def reset(self, notes: Iterable[AbsentNote]) -> None:
+    def reset(self, notes: Iterable[Missing]) -> None:
         """Hold exactly `notes` (one per key), sorted once."""
         self._notes = sorted(notes, key=_note_key)
         self._frozen = None
@@ -93,7 +92,7 @@ class SortedNotes:
             self._frozen = None
 
     @property
-    def notes(self) -> tuple[AbsentNote, ...]:
+    def notes(self) -> tuple[Missing, ...]:
         """The notes sorted by key (the same tuple until one comes, goes or changes)."""
         if self._frozen is None:
             self._frozen = tuple(self._notes)
@@ -128,7 +127,7 @@ class CabinBoard:
         self._kinds: dict[str, object] = {}
         self.served: dict[str, BoardEntry] = {}
         self.served_sorted: list[str] = []
-        self.absent: dict[str, AbsentNote] = {}
+        self.absent: dict[str, Missing] = {}
         self.stale: dict[str, None] = {}
         self._absent_sorted, self._stale_sorted = SortedNotes(), SortedNotes()
         self.withheld: dict[str, None] = {}
@@ -158,12 +157,12 @@ class CabinBoard:
         return self._include or frozenset()
 
     @property
-    def absent_sorted(self) -> tuple[AbsentNote, ...]:
+    def absent_sorted(self) -> tuple[Missing, ...]:
         """The notes of `absent`, sorted by key (rebuilt only when they change)."""
         return self._absent_sorted.notes
 
     @property
-    def stale_sorted(self) -> tuple[AbsentNote, ...]:
+    def stale_sorted(self) -> tuple[Missing, ...]:
         """The notes of the `stale` keys, sorted by key (rebuilt only when they change)."""
         return self._stale_sorted.notes
 
@@ -325,12 +324,12 @@ class CabinBoard:
             return
         if kind is _DROPPED:
             self.withheld[key] = None
-            self._absent(AbsentNote(key, MissingReason.INJECTED_DROP,
-                                    'withheld by an injected drop'), sort)
+            self._absent(Missing(key, MissingReason.INJECTED_DROP,
+                                 'withheld by an injected drop'), sort)
         elif entry.is_stale(now):
             self._stale(stale_note(entry), sort)
         elif not self._passes(key, entry):
-            self._absent(AbsentNote(*filtered(key, entry.tags, self._include, self._exclude)),
+            self._absent(Missing(*filtered(key, entry.tags, self._include, self._exclude)),
                          sort)
             self._time(key, entry)
         else:
@@ -390,14 +389,14 @@ class CabinBoard:
         for key, deadline in later:
             self._queue(key, deadline)
 
-    def _absent(self, note: AbsentNote, sort: bool = True) -> None:
+    def _absent(self, note: Missing, sort: bool = True) -> None:
         """Note an absent key; without `sort` the sorted notes are rebuilt by the caller."""
         self.absent[note.key] = note
         self.version += 1
         if sort:
             self._absent_sorted.set(note)
 
-    def _stale(self, note: AbsentNote, sort: bool = True) -> None:
+    def _stale(self, note: Missing, sort: bool = True) -> None:
         self.stale[note.key] = None
         self._absent(note, sort)
         if sort:

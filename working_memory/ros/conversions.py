@@ -113,10 +113,11 @@ def log_event_msg(event: Event) -> LogEvent:
     return msg
 
 
-def missing_item_msg(missing: Missing) -> MissingItem:
-    """Return a core Missing as a MissingItem."""
+def missing_item_msg(missing: Missing, pack: Pack) -> MissingItem:
+    """Return a core Missing of `pack` as a MissingItem (since as ROS time; zero: none)."""
+    since = Time() if missing.since is None else time_from_seconds(pack.ros_time(missing.since))
     return MissingItem(key=missing.key, reason=getattr(MissingItem, missing.reason.value),
-                       detail=missing.detail)
+                       detail=missing.detail, since=since)
 
 
 def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> ContextPack:
@@ -128,7 +129,7 @@ def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> 
     msg = ContextPack(tick=pack.tick, cabin=pack.cabin, digest=pack.digest,
                       items=[working_item_msg(item, pack) for item in pack.items],
                       recent_events=[log_event_msg(event) for event in pack.events],
-                      missing=[missing_item_msg(missing) for missing in pack.missing],
+                      missing=[missing_item_msg(missing, pack) for missing in pack.missing],
                       nearby_map=grid_msg_from_window(window if inline_window else None,
                                                       map_frame, pack.stamp),
                       map_window_digest='' if window is None else window_digest(window))
@@ -523,7 +524,10 @@ def pack_view_from_msg(msg, frame_digest: str | None) -> PackView:
         if reason is None:
             raise ValueError(f'{where}: missing[{item.key!r}].reason {item.reason} is not one of '
                              f'{sorted(_REASON_FROM_MSG)}')
-        missing.append(Missing(item.key, reason, item.detail))
+        since = item.since
+        missing.append(Missing(item.key, reason, item.detail,
+                               None if since.sec == since.nanosec == 0
+                               else seconds_from_time(since)))
     window = None
     reference = getattr(msg, 'map_window_digest', '')
     if msg.nearby_map.info.width and msg.nearby_map.info.height:

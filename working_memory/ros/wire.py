@@ -196,17 +196,18 @@ class _Tail:
     """A pack's bytes from its nearby_map to its missing items, kept while their sources hold.
 
     Those bytes depend on the tick only through its time (the map's header and load
-    time), so while the window is the very object, the events the very objects and the
-    missing entries equal (key, reason, detail), they are their kept segments joined by
+    time), so while the window is the very object, the events the very objects, the
+    missing entries equal and the epoch the same, they are their kept segments joined by
     the tick's time; kept per start phase (offset modulo 8).
     """
 
-    __slots__ = ('frame_id', 'inline', 'window', 'events', 'missing', 'by_phase',
+    __slots__ = ('frame_id', 'inline', 'window', 'events', 'missing', 'shift', 'by_phase',
                  'event_pieces')
 
     def __init__(self, frame_id: bytes, inline: bool, pack: Pack):
         self.frame_id, self.inline = frame_id, inline
         self.window, self.events, self.missing = pack.map_window, pack.events, pack.missing
+        self.shift = pack.stamp - pack.effective   # the epoch of the notes' since times
         self.by_phase: dict[int, tuple[list[bytes], int]] = {}
         self.event_pieces: dict[int, _Piece] = {}
 
@@ -216,7 +217,8 @@ class _Tail:
         return (pack.map_window is self.window and frame_id == self.frame_id
                 and inline == self.inline and len(events) == len(self.events)
                 and all(map(operator.is_, events, self.events))
-                and pack.missing == self.missing)
+                and pack.missing == self.missing
+                and pack.stamp - pack.effective == self.shift)
 
 
 class _Piece:
@@ -302,8 +304,9 @@ class FrameEncoder:
         self._reason_bytes = {reason: bytes((code,)) for reason, code in reason_codes.items()}
         self._strings: dict[str, bytes] = {}
         # (key, reason, detail, phase) -> a MissingItem's bytes, this frame's and the last's.
-        self._missing_used: dict[tuple, bytes] = {}
-        self._missing_kept: dict[tuple, bytes] = {}
+        # id of a note -> (the note, its pack's epoch shift [s], start phase, its bytes).
+        self._missing_used: dict[int, tuple] = {}
+        self._missing_kept: dict[int, tuple] = {}
         # key -> its latest piece (see item_pieces), kept across frames: cleared when it
         # holds many more than a frame's items (keys gone from the board).
         self._items: dict[str, tuple] = {}
@@ -454,7 +457,7 @@ class FrameEncoder:
                                        piece.offset, self._event_bytes))
             tail.event_pieces = {event.seq: used_events[event.seq] for event in pack.events}
             piece.count(len(pack.missing))
-            self._missing(piece, pack.missing)
+            self._missing(piece, pack)
             piece.align(4)
             built = tail.by_phase[phase] = (piece.segments(), piece.offset - phase)
         else:
@@ -527,31 +530,38 @@ class FrameEncoder:
         piece.put(_F64.pack(float('nan') if event.importance is None else event.importance), 8)
         return b''.join(piece.parts[1:])
 
-    def _missing(self, writer: Writer, missing: tuple[Missing, ...]) -> None:
-        """Append MissingItems: each one's bytes kept while its text and alignment repeat.
+    def _missing(self, writer: Writer, pack: Pack) -> None:
+        """Append a pack's MissingItems: each one's bytes kept while the same note and phase.
 
-        A stale key's detail (its age) changes only every 0.1 s, so at 100 Hz most
-        ticks find a missing list's entries as the last tick wrote them.
+        Notes do not age (their `since` does not move), so a tick writes only the
+        notes that came or changed; the ROS time of `since` depends on the pack's
+        epoch, kept with the bytes.
         """
         parts, offset = writer.parts, writer.offset
         used, kept = self._missing_used, self._missing_kept
-        for entry in missing:
-            spec = (entry.key, entry.reason, entry.detail, offset % 4)
-            data = used.get(spec) or kept.get(spec)
-            if data is None:
-                data = self._missing_bytes(entry, offset % 4)
-            used[spec] = data
+        shift = pack.stamp - pack.effective
+        for entry in pack.missing:
+            # Each entry starts and ends 4-aligned (its last field is a Time): one phase.
+            phase = offset % 4
+            found = used.get(id(entry)) or kept.get(id(entry))
+            if (found is None or found[0] is not entry or found[1] != shift
+                    or found[2] != phase):
+                found = (entry, shift, phase, self._missing_bytes(entry, pack, phase))
+            used[id(entry)] = found
+            data = found[3]
             parts.append(data)
             offset += len(data)
         writer.offset = offset
 
-    def _missing_bytes(self, missing: Missing, phase: int) -> bytes:
+    def _missing_bytes(self, missing: Missing, pack: Pack, phase: int) -> bytes:
         """Return a MissingItem's bytes starting at `phase` (offset modulo 4)."""
         piece = Writer()
         piece.offset = phase
         piece.string(self._string(missing.key))
         piece.put(self._reason_bytes[missing.reason])
         piece.string(cdr_string(missing.detail))
+        since = (0, 0) if missing.since is None else nanoseconds(pack.ros_time(missing.since))
+        piece.put(_TIME.pack(*since), 4)
         return b''.join(piece.parts[1:])
 
     def _map(self, piece: _Segments, window: MapWindow | None, frame_id: bytes) -> None:

@@ -86,7 +86,8 @@ def format_pack(frame: FrameRecord, pack: PackRecord) -> str:
                  f'map window: {width}x{height} cells at {window.resolution:.3f} m/cell, '
                  f'origin ({window.origin_x:.2f}, {window.origin_y:.2f}) m')
     lines.append(f'missing ({len(pack.missing)}):')
-    lines += [f'  {missing.key}  {missing.reason}  {missing.detail}' for missing in pack.missing]
+    lines += [f'  {missing.key}  {missing.reason}  {missing.text(frame.stamp)}'
+              for missing in pack.missing]
     return '\n'.join(lines)
 
 

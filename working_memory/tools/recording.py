@@ -55,11 +55,21 @@ class EventRecord:
 
 @dataclass(frozen=True, slots=True)
 class MissingRecord:
-    """A required key (or dropped category) absent from a pack; `reason` is the constant's name."""
+    """A key (or dropped category) absent from a pack; `reason` is the constant's name.
+
+    `since` [s, node clock] is when the detail's age counts from, None when nothing ages.
+    """
 
     key: str
     reason: str
     detail: str
+    since: float | None = None
+
+    def text(self, stamp: float) -> str:
+        """Return the detail as read at the pack's `stamp` [s], with its age when it has one."""
+        if self.since is None:
+            return self.detail
+        return f'{self.detail} {max(0.0, stamp - self.since):.1f} s ago'
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +239,11 @@ def seconds(stamp) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
 
 
+def _since(stamp) -> float | None:
+    """Return a MissingItem's since as seconds, None when zero (or absent: an older bag)."""
+    return None if stamp is None or stamp.sec == stamp.nanosec == 0 else seconds(stamp)
+
+
 def load_recording(path: str | Path, *, frame_topic: str | None = None,
                    evictions_topic: str | None = None,
                    diagnostics_topic: str | None = None) -> Recording:
@@ -373,8 +388,8 @@ def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:
                              bool(i.stale), bool(i.exempt)) for i in msg.items)
     events = tuple(EventRecord(seconds(e.header.stamp), names.name(EVENT_TYPE, e.kind), e.source,
                                e.key, e.detail) for e in msg.recent_events)
-    missing = tuple(MissingRecord(m.key, names.name(MISSING_TYPE, m.reason), m.detail)
-                    for m in msg.missing)
+    missing = tuple(MissingRecord(m.key, names.name(MISSING_TYPE, m.reason), m.detail,
+                                  _since(getattr(m, 'since', None))) for m in msg.missing)
     return PackRecord(msg.cabin, items, events, map_window(msg.nearby_map, where), missing,
                       msg.digest, getattr(msg, 'map_window_digest', ''))
 
