@@ -36,6 +36,14 @@ def test_missing_items_keep_their_reasons_per_cabin(synthetic_bag):
     assert executor.missing == ()
 
 
+def test_a_stale_keys_missing_row_reads_its_age_at_the_frame(synthetic_bag):
+    recording = load_recording(synthetic_bag)
+    for tick, age in ((8, '1.5'), (9, '2.0')):
+        (row,) = watch_model(recording.frame(tick)).panels[0].missing
+        assert (row.key, row.reason) == ('battery', 'STALE')
+        assert row.detail == f'stale: its ttl of 1.0 s ran out {age} s ago'
+
+
 def test_gauge_comes_from_the_capacity_status_else_counts_served_keys(synthetic_bag):
     frame = load_recording(synthetic_bag).frame(2)
     assert watch_model(frame).gauge.capacity is None

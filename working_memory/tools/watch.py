@@ -47,7 +47,7 @@ class ItemRow:
 
 @dataclass(frozen=True, slots=True)
 class CabinPanel:
-    """One cabin's pack: items (exempt first, then by importance), missing items."""
+    """One cabin's pack: items (exempt first, then by importance), missing items (aged)."""
 
     cabin: str
     digest: str
@@ -210,7 +210,8 @@ def watch_model(frame: FrameRecord, evictions: Iterable[EvictionRecord] = (),
     cabins = [cabin] if cabin is not None else list(frame.packs)
     panels = tuple(CabinPanel(
         name, frame.packs[name].digest, item_rows(frame, name),
-        frame.packs[name].missing,
+        tuple(MissingRecord(m.key, m.reason, m.text(frame.stamp))
+              for m in frame.packs[name].missing),
         len(frame.packs[name].events)) for name in cabins)
     evictions = list(evictions)
     use = gauge(frame, capacity)
