@@ -339,7 +339,8 @@ def test_steady_over_capacity_selection_evicts_in_the_first_tick_only():
     # "Unused for" is the time since its last use, growing while it stays out.
     (report,) = frame.pack('monitor').missing
     assert (report.key, report.reason) == ('sensor:0', EVICTED)
-    assert report.detail == 'evicted at tick 1 (capacity): importance 0.10, last used'
+    assert report.detail == ('evicted at tick 1 (capacity): importance 0.10, unused since '
+                             'its last use')
     assert report.text(frame.pack('monitor').effective) == f'{report.detail} 28.0 s ago'
     assert world.working_set.evictions_total == 6
 
@@ -353,8 +354,8 @@ def test_retained_frames_share_absent_records_and_windows_while_they_hold():
     # One note per evicted key for all ticks; only the age it reports grows.
     assert len(second.absent) == 6
     assert all(a is b for a, b in zip(second.absent, third.absent))
-    assert second.absent[0].text(second.effective).endswith('last used 1.0 s ago')
-    assert third.absent[0].text(third.effective).endswith('last used 2.0 s ago')
+    assert second.absent[0].text(second.effective).endswith('its last use 1.0 s ago')
+    assert third.absent[0].text(third.effective).endswith('its last use 2.0 s ago')
 
 
 def test_a_map_window_is_cut_again_only_when_its_grid_route_or_pose_changes():

@@ -368,6 +368,7 @@ def test_half_life_must_be_positive_and_finite(half_life_s):
     ('k', 1, {'stamp': math.inf}, 'stamp'),
     ('k', object(), {}, 'JSON'),
     ('k', 1, {'size': -1}, 'size'),
+    ('k', 1, {'size': 2**63}, 'size'),   # past the set's C byte counts
     ('k', 1, {'source': 'camera'}, 'camera'),
 ])
 def test_invalid_put_is_rejected_and_leaves_the_set_unchanged(key, value, fields, name):

@@ -43,7 +43,7 @@ def test_a_steady_over_capacity_selection_publishes_evictions_in_its_first_tick_
     key = sorted(evicted)[0]
     answer = probe.explain('planner', key, latest.tick)
     assert answer.reason == 'EVICTED'
-    unused = float(answer.detail.rsplit('last used ', 1)[1].split()[0])
+    unused = float(answer.detail.rsplit('since its last use ', 1)[1].split()[0])
     elapsed = seconds_from_time(latest.header.stamp) - seconds_from_time(first.header.stamp)
     assert unused >= elapsed - 0.05 > 0.5, answer.detail
     status = probe.status('capacity', lambda s: probe.values(s)['evictions_total'] == '5')

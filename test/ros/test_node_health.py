@@ -178,7 +178,8 @@ def test_eviction_rate_covers_the_last_window_only():
 def test_exempt_overflow_is_an_error_and_missing_items_a_warning():
     health = Health({}, started=0.0)
     alarm = CapacityUse(items=12, capacity=10, size_bytes=0, size_budget=None, alarm=True)
-    missing = {'planner': [Missing('pose', MissingReason.STALE, 'stale for 2.0 s')],
+    missing = {'planner': [Missing('pose', MissingReason.STALE,
+                                   'stale: its ttl of 2.0 s ran out', 1.0)],
                'executor': []}
     summary = statuses(health, 1.0, capacity=alarm, missing=missing)
     assert summary['capacity'].level is Level.ERROR

@@ -142,6 +142,25 @@ def test_many_items_used_at_the_tick_and_before_serialize_exactly():
         assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
 
 
+def test_a_note_from_before_a_resets_ros_zero_still_says_it_ages():
+    # A clock reset 100 s back: effective time runs 100 s ahead of ROS time. A note whose
+    # since lies before the new epoch's ROS zero goes out as since 0 (as last_used does),
+    # but still with ages true; a note without an age has ages false.
+    stamp, effective = 2.0, 102.0
+    stale = Missing('battery', MissingReason.STALE, 'stale: its ttl of 1.0 s ran out', 95.0)
+    plain = Missing('goal', MissingReason.NEVER_SEEN, 'not on the board')
+    pack = make_pack('planner', 9, stamp, [], [], None, [stale, plain], effective=effective)
+    frame = make_frame(9, stamp, [pack], effective=effective)
+    assert_same_wire(encoder().frame(frame, 'map'), frame, 'map')
+    msg = conv.context_frame_msg(frame, 'map').packs[0]
+    assert [(m.ages, m.since.sec, m.since.nanosec) for m in msg.missing] == [
+        (True, 0, 0), (False, 0, 0)]
+    view = conv.pack_view_from_msg(msg, None)
+    assert [m.since for m in view.missing] == [0.0, None]
+    assert view.missing[0].text(view.stamp) == 'stale: its ttl of 1.0 s ran out 2.0 s ago'
+    assert view.missing[1].text(view.stamp) == 'not on the board'
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 5), JSON.map(deep_freeze),
                                    st.booleans()), max_size=4), min_size=2, max_size=8),

@@ -60,7 +60,7 @@ def planner_pack(tick: int) -> ContextPack:
                                     detail='dropped by injection')]
     else:
         pack.missing = [MissingItem(key='battery', reason=MissingItem.STALE,
-                                    detail='stale: its ttl of 1.0 s ran out',
+                                    detail='stale: its ttl of 1.0 s ran out', ages=True,
                                     since=Time(sec=2, nanosec=500_000_000))]
     pack.nearby_map.info.width = MAP_WIDTH
     pack.nearby_map.info.height = MAP_HEIGHT

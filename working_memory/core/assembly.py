@@ -61,15 +61,16 @@ def event_item_kind(key: str) -> str | None:
     return key[len(EVENT_ITEM_PREFIX):].partition(':')[0]
 
 
-def _stale_detail(entry: BoardEntry, now: float) -> str:
-    """Describe a stale entry at effective time `now` [s]."""
-    return f'stale for {entry.stale_for(now):.1f} s (ttl {entry.ttl:.1f} s)'
+def _stale_note(entry: BoardEntry) -> tuple[str, float]:
+    """Return a stale entry's detail and the effective time [s] its age counts from."""
+    return f'stale: its ttl of {entry.ttl:.1f} s ran out', entry.effective_stamp + entry.ttl
 
 
 @dataclass
 class _Pose:
     xy: tuple[float, float] | None
     why_not: str = ''
+    since: float | None = None   # [s] effective: when the why_not's age counts from
 
 
 @dataclass
@@ -282,7 +283,8 @@ class Assembler:
         if entry is None:
             return _Pose(None, f'no pose: board key {self._pose_key!r} never seen')
         if entry.is_stale(now):
-            return _Pose(None, f'pose {_stale_detail(entry, now)}')
+            detail, since = _stale_note(entry)
+            return _Pose(None, f'pose {detail}', since)
         try:
             return _Pose(as_point(entry.value, self._pose_key))
         except ValueError as error:
@@ -360,7 +362,8 @@ class Assembler:
             if window is not None:
                 return window
             if scope.radius_m <= 0.0:
-                selection.missing[MAP] = Missing(MAP, route_problem.reason, route_problem.detail)
+                selection.missing[MAP] = Missing(MAP, route_problem.reason, route_problem.detail,
+                                                 route_problem.since)
                 return None
             selection.missing[route_problem.key] = Missing(
                 route_problem.key, route_problem.reason,
@@ -381,8 +384,8 @@ class Assembler:
             return None, Missing(route_key, MissingReason.NEVER_SEEN,
                                  f'no route: board key {route_key!r} never seen')
         if entry.is_stale(now):
-            return None, Missing(route_key, MissingReason.STALE,
-                                 f'route {_stale_detail(entry, now)}')
+            detail, since = _stale_note(entry)
+            return None, Missing(route_key, MissingReason.STALE, f'route {detail}', since)
         return self._kept(('corridor', route_key, half_width_m), grid, entry.value,
                           lambda: self._cut_corridor(grid, entry.value, route_key,
                                                      half_width_m))
@@ -416,7 +419,7 @@ class Assembler:
     def _pose_window(self, grid: GridMap, robot: _Pose,
                      radius_m: float) -> tuple[MapWindow | None, Missing | None]:
         if robot.xy is None:
-            return None, Missing(MAP, MissingReason.OUT_OF_SCOPE, robot.why_not)
+            return None, Missing(MAP, MissingReason.OUT_OF_SCOPE, robot.why_not, robot.since)
         return self._kept(('pose', radius_m), grid, robot.xy,
                           lambda: self._cut_pose_window(grid, robot.xy, radius_m))
 
@@ -632,7 +635,8 @@ class Assembler:
         if kept is None or kept[0] is not record:
             kept = (record, Missing(
                 key, MissingReason.EVICTED, f'evicted at tick {record.tick} ({record.reason}): '
-                f'importance {record.importance:.2f}, last used', record.last_used))
+                f'importance {record.importance:.2f}, unused since its last use',
+                record.last_used))
         self._eviction_notes_used[key] = kept
         return kept[1]
 

@@ -23,6 +23,7 @@ from working_memory.core.timebase import TimeBase
 
 CAPACITY = 'capacity'
 SIZE_BUDGET = 'size_budget'
+MAX_ITEM_SIZE = 2**40   # [bytes] an item's size given to put (1 TiB: no JSON value is near it)
 
 _LN2 = math.log(2.0)
 # tuple.__new__(Item, fields) makes a named tuple without its generated __new__ (a Python call).
@@ -652,6 +653,10 @@ def _checked(key: Any, value: Any, importance: Any, source: Any, stamp: Any,
             raise ValueError(f'item {key!r}: value is not strict JSON: {error}') from None
     else:
         check_int(size, f'item {key!r}: size', 0)
+        if size > MAX_ITEM_SIZE:
+            # The set's byte totals are C counts (Py_ssize_t): a size past this overflows them.
+            raise ValueError(f'item {key!r}: size must be at most {MAX_ITEM_SIZE} bytes, '
+                             f'got {size}')
     return source, stamp, size
 
 

@@ -117,8 +117,8 @@ class PlannerNode(DecisionNode):
 
     def _hold(self, view: PackView, alarm: ConstraintAlarm, now: float) -> None:
         """Publish the alarm once per episode (and when its reason changes); hold the route."""
-        missing = [{'key': item.key, 'reason': item.reason.value, 'detail': item.detail}
-                   for item in alarm.missing]
+        missing = [{'key': item.key, 'reason': item.reason.value,
+                    'detail': item.text(view.stamp)} for item in alarm.missing]
         detail = {'alarm': True, 'reason': alarm.reason, 'missing': missing}
         signature = [item['key'] + ':' + item['reason'] for item in missing] or [alarm.reason]
         if signature != self._alarm_signature:

@@ -114,10 +114,11 @@ def log_event_msg(event: Event) -> LogEvent:
 
 
 def missing_item_msg(missing: Missing, pack: Pack) -> MissingItem:
-    """Return a core Missing of `pack` as a MissingItem (since as ROS time; zero: none)."""
-    since = Time() if missing.since is None else time_from_seconds(pack.ros_time(missing.since))
+    """Return a core Missing of `pack` as a MissingItem (since as ROS time of its epoch)."""
+    ages = missing.since is not None
+    since = time_from_seconds(pack.ros_time(missing.since)) if ages else Time()
     return MissingItem(key=missing.key, reason=getattr(MissingItem, missing.reason.value),
-                       detail=missing.detail, since=since)
+                       detail=missing.detail, ages=ages, since=since)
 
 
 def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> ContextPack:
@@ -524,10 +525,8 @@ def pack_view_from_msg(msg, frame_digest: str | None) -> PackView:
         if reason is None:
             raise ValueError(f'{where}: missing[{item.key!r}].reason {item.reason} is not one of '
                              f'{sorted(_REASON_FROM_MSG)}')
-        since = item.since
         missing.append(Missing(item.key, reason, item.detail,
-                               None if since.sec == since.nanosec == 0
-                               else seconds_from_time(since)))
+                               seconds_from_time(item.since) if item.ages else None))
     window = None
     reference = getattr(msg, 'map_window_digest', '')
     if msg.nearby_map.info.width and msg.nearby_map.info.height:

@@ -53,6 +53,8 @@ _NO_MAP = bytes(20)
 # Pose: position x, y, z then orientation x, y, z, w (float64 each).
 _POSE = struct.Struct('<7d')
 _ZEROS = bytes(8)
+# MissingItem.ages: false, true (a CDR bool is one byte).
+_NO_AGE, _AGES = b'\x00', b'\x01'
 # An Item's fields a WorkingItem's bytes (but last_used) depend on, by position: the very
 # value and source (1, 2); key, importance, stale, exempt (0, 3, 6, 7) equal.
 _WIRE_SAME, _WIRE_EQUAL = (1, 2), (0, 3, 6, 7)
@@ -560,8 +562,12 @@ class FrameEncoder:
         piece.string(self._string(missing.key))
         piece.put(self._reason_bytes[missing.reason])
         piece.string(cdr_string(missing.detail))
-        since = (0, 0) if missing.since is None else nanoseconds(pack.ros_time(missing.since))
-        piece.put(_TIME.pack(*since), 4)
+        if missing.since is None:
+            piece.put(_NO_AGE)
+            piece.put(_TIME.pack(0, 0), 4)
+        else:
+            piece.put(_AGES)
+            piece.put(_TIME.pack(*nanoseconds(pack.ros_time(missing.since))), 4)
         return b''.join(piece.parts[1:])
 
     def _map(self, piece: _Segments, window: MapWindow | None, frame_id: bytes) -> None:

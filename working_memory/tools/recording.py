@@ -239,9 +239,9 @@ def seconds(stamp) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
 
 
-def _since(stamp) -> float | None:
-    """Return a MissingItem's since as seconds, None when zero (or absent: an older bag)."""
-    return None if stamp is None or stamp.sec == stamp.nanosec == 0 else seconds(stamp)
+def _since(missing) -> float | None:
+    """Return a MissingItem's since as seconds, None when it has no age (or an older bag)."""
+    return seconds(missing.since) if getattr(missing, 'ages', False) else None
 
 
 def load_recording(path: str | Path, *, frame_topic: str | None = None,
@@ -389,7 +389,7 @@ def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:
     events = tuple(EventRecord(seconds(e.header.stamp), names.name(EVENT_TYPE, e.kind), e.source,
                                e.key, e.detail) for e in msg.recent_events)
     missing = tuple(MissingRecord(m.key, names.name(MISSING_TYPE, m.reason), m.detail,
-                                  _since(getattr(m, 'since', None))) for m in msg.missing)
+                                  _since(m)) for m in msg.missing)
     return PackRecord(msg.cabin, items, events, map_window(msg.nearby_map, where), missing,
                       msg.digest, getattr(msg, 'map_window_digest', ''))
 
