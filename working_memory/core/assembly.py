@@ -39,7 +39,7 @@ from working_memory.core.gridmap import GridMap, MapWindow, as_point
 from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason, Source
 from working_memory.core.manifest import (
     ALL_KINDS, BOARD_PREFIX, EVENTS_PREFIX, MAP, Manifest, is_glob)
-from working_memory.core.selection import CabinBoard, filtered, tags_pass
+from working_memory.core.selection import CabinBoard, filtered, stale_note, tags_pass
 
 # Events a cabin must not lose, like goal and safety board keys.
 EXEMPT_EVENT_KINDS = frozenset({EventKind.GOAL, EventKind.CONSTRAINT})
@@ -59,11 +59,6 @@ def event_item_kind(key: str) -> str | None:
     if not key.startswith(EVENT_ITEM_PREFIX):
         return None
     return key[len(EVENT_ITEM_PREFIX):].partition(':')[0]
-
-
-def _stale_note(entry: BoardEntry) -> tuple[str, float]:
-    """Return a stale entry's detail and the effective time [s] its age counts from."""
-    return f'stale: its ttl of {entry.ttl:.1f} s ran out', entry.effective_stamp + entry.ttl
 
 
 @dataclass
@@ -283,8 +278,8 @@ class Assembler:
         if entry is None:
             return _Pose(None, f'no pose: board key {self._pose_key!r} never seen')
         if entry.is_stale(now):
-            detail, since = _stale_note(entry)
-            return _Pose(None, f'pose {detail}', since)
+            note = stale_note(entry)
+            return _Pose(None, f'pose {note.detail}', note.since)
         try:
             return _Pose(as_point(entry.value, self._pose_key))
         except ValueError as error:
@@ -384,8 +379,9 @@ class Assembler:
             return None, Missing(route_key, MissingReason.NEVER_SEEN,
                                  f'no route: board key {route_key!r} never seen')
         if entry.is_stale(now):
-            detail, since = _stale_note(entry)
-            return None, Missing(route_key, MissingReason.STALE, f'route {detail}', since)
+            note = stale_note(entry)
+            return None, Missing(route_key, MissingReason.STALE, f'route {note.detail}',
+                                 note.since)
         return self._kept(('corridor', route_key, half_width_m), grid, entry.value,
                           lambda: self._cut_corridor(grid, entry.value, route_key,
                                                      half_width_m))
@@ -579,11 +575,11 @@ class Assembler:
             key for key, item in zip(selection.board_sorted, found) if item is None]
         events = [event for key, event in selection.events.items() if key in ws]
         for key in evicted:
-            selection.evicted_absent[key] = self._evicted(key, now)
+            selection.evicted_absent[key] = self._evicted(key)
         for key in selection.events:
             if key not in ws:
-                selection.event_absent[key] = self._evicted(key, now)
-        self._require_board(selection, items, now)
+                selection.event_absent[key] = self._evicted(key)
+        self._require_board(selection, items)
         self._require_events(selection, events, log, now)
         self._report_drops(selection)
         absent_sorted = _absent_sorted(selection)
@@ -625,8 +621,8 @@ class Assembler:
             return False
         return not ws.readmissions_of(chain(selection.board_sorted, selection.events))
 
-    def _evicted(self, key: str, now: float) -> Missing:
-        """Note a selected key that is evicted (unused for its age at effective `now` [s])."""
+    def _evicted(self, key: str) -> Missing:
+        """Note a selected key that is evicted (its age counts from its last use)."""
         record = self._ws.eviction_of(key) or self._ws.last_eviction(key)
         if record is None:
             return self._note(key, MissingReason.EVICTED, 'evicted (record no longer in the log)')
@@ -654,7 +650,7 @@ class Assembler:
         self._notes_used[spec] = note
         return note
 
-    def _require_board(self, selection: _Selection, items: list, now: float) -> None:
+    def _require_board(self, selection: _Selection, items: list) -> None:
         ws = self._ws
         for pattern in selection.manifest.requirements.board:
             if not is_glob(pattern):

@@ -243,11 +243,11 @@ class Missing:
     detail: str = field(default='')
     since: float | None = None
 
-    def age(self, now: float) -> float | None:
-        """Return the age [s] at `now` (the pack's time), never below 0; None without `since`."""
-        return None if self.since is None else max(0.0, now - self.since)
-
     def text(self, now: float) -> str:
         """Return the detail as read at `now` [s], with the age since `since` when it has one."""
-        age = self.age(now)
-        return self.detail if age is None else f'{self.detail} {age:.1f} s ago'
+        return aged_text(self.detail, self.since, now)
+
+
+def aged_text(detail: str, since: float | None, now: float) -> str:
+    """Return a missing note's `detail` as read at `now` [s]: with its age since `since` [s]."""
+    return detail if since is None else f'{detail} {max(0.0, now - since):.1f} s ago'

@@ -15,6 +15,7 @@ from typing import Mapping
 import numpy as np
 
 from working_memory.core import gridmap
+from working_memory.core.items import aged_text
 from working_memory.core.windows import WindowMismatch, checked_window
 from working_memory.tools.bag import (BagError, BagReader, DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE,
                                       EVICTION_TYPE, FRAME_TYPE, full_typestore)
@@ -67,9 +68,7 @@ class MissingRecord:
 
     def text(self, stamp: float) -> str:
         """Return the detail as read at the pack's `stamp` [s], with its age when it has one."""
-        if self.since is None:
-            return self.detail
-        return f'{self.detail} {max(0.0, stamp - self.since):.1f} s ago'
+        return aged_text(self.detail, self.since, stamp)
 
 
 @dataclass(frozen=True, slots=True)
