@@ -1,4 +1,7 @@
-"""The node's entry point: --autostart brings it up (in either executor), SIGINT ends it cleanly."""
+"""The node's entry point: --autostart brings it up (in either executor), SIGINT ends it.
+
+A clean stop prints nothing; a stop that hangs prints where (spin.STOP_DUMP_S).
+"""
 
 import signal
 import subprocess
@@ -68,3 +71,46 @@ def test_main_exits_cleanly_however_often_sigint_comes(context, add_node, spin_u
             node.kill()
             node.wait()
     assert node.returncode == 0
+
+
+HANGING_STOP = """
+import sys, time
+from rclpy.node import Node
+from working_memory.ros import spin
+
+class HangsInDestroy(Node):
+    def destroy_node(self):
+        print('destroying', flush=True)
+        time.sleep(30.0)   # a shutdown that hangs, as one that launch had to kill
+
+spin.STOP_DUMP_S = float(sys.argv[1])
+sys.exit(spin.run_node(lambda: HangsInDestroy('hangs_in_destroy'), sys.argv[2:],
+                       start=lambda node: print('spinning', flush=True) or True))
+"""
+
+
+@pytest.mark.parametrize('hangs', [True, False])
+def test_a_stop_that_hangs_prints_where_and_a_clean_stop_prints_nothing(hangs, namespace,
+                                                                        tmp_path):
+    # The watchdog's delay, against the time the node takes to stop cleanly (no hang).
+    script = HANGING_STOP if hangs else HANGING_STOP.replace('time.sleep(30.0)', 'pass')
+    node = subprocess.Popen(
+        [sys.executable, '-c', script, '0.5' if hangs else '8.0', '--ros-args', '-r',
+         f'__ns:={namespace}'], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        assert node.stdout.readline() == 'spinning\n'
+        node.send_signal(signal.SIGINT)
+        assert node.stdout.readline() == 'destroying\n'
+        if hangs:
+            time.sleep(2.0)   # the watchdog's 0.5 s, and time to write
+    finally:
+        if hangs:
+            node.kill()
+        _, stderr = node.communicate(timeout=20)
+    if hangs:
+        assert 'Timeout (0:00:00.500000)!' in stderr, stderr
+        assert 'in destroy_node' in stderr and 'in run_node' in stderr, stderr
+    else:
+        assert node.returncode == 0
+        assert 'Timeout' not in stderr, stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import threading
 import time
@@ -20,6 +21,10 @@ from rclpy.subscription import Subscription
 STOP_POLL_S = 0.1
 # The signals that stop an executable cleanly.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# A process still running this long after its first stop signal [s] prints every thread's
+# stack to stderr (faulthandler), so a stop that hangs says where: `ros2 launch` escalates
+# to SIGTERM after 5 s and to SIGKILL after 15 s, which would leave no trace.
+STOP_DUMP_S = 8.0
 
 
 class Polled(CallbackGroup):
@@ -142,12 +147,19 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     `construction_errors`, e.g. a bad parameter) logs why and exits 2 instead of
     running with a broken contract; `start(node)` returning False (e.g. a failed
     lifecycle autostart) exits 1. Once it returns, the process is ending: SIGINT and
-    SIGTERM are ignored from then on.
+    SIGTERM are ignored from then on. A process that has not ended STOP_DUMP_S after
+    its first stop signal prints every thread's stack to stderr (the shutdown of rclpy
+    and the interpreter after the return included; an exit before that prints nothing).
     """
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
+
+    def on_stop(*_: Any) -> None:
+        if not stop.is_set():
+            faulthandler.dump_traceback_later(STOP_DUMP_S)
+        stop.set()
     for signum in STOP_SIGNALS:
-        signal.signal(signum, lambda *_: stop.set())
+        signal.signal(signum, on_stop)
     try:
         return _spin(make_node, start, make_executor, construction_errors, stop)
     finally:
