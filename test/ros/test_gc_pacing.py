@@ -179,8 +179,15 @@ def test_a_ticking_node_collects_after_its_ticks_and_gives_the_collector_back_wh
 
 
 @needs_pacing
-def test_a_node_leaves_the_collector_alone_by_default(start_memory):
+def test_a_node_paces_the_collector_by_default(start_memory):
     node, probe = start_memory()
+    probe.wait_frame()
+    assert PACING.holders == 1 and not gc.isenabled()
+
+
+@needs_pacing
+def test_a_node_without_gc_pacing_leaves_the_collector_alone(start_memory):
+    node, probe = start_memory({'gc_pacing': False})
     probe.wait_frame()
     assert PACING.holders == 0 and gc.isenabled()
 

@@ -121,11 +121,11 @@ PARAMS: tuple[ParamSpec, ...] = (
               'reference: each pack names its map window by digest and the window goes on '
               '~/<cabin>/window (latched) only when it changes; inline: every frame carries '
               'every window in nearby_map', choices=MAP_WINDOWS, read_only=True),
-    ParamSpec('gc_pacing', ParamType.BOOL, False,
+    ParamSpec('gc_pacing', ParamType.BOOL, True,
               "While ticking on the timer, Python's cyclic garbage collector runs right after "
               'each tick instead of inside ticks (the process-wide collector; full '
-              'collections at most once a minute); false (the default, by measurement: '
-              'BENCHMARKS.md) leaves it alone', read_only=True),
+              'collections at most once a minute; the default, by measurement: '
+              'BENCHMARKS.md); false leaves it alone', read_only=True),
 )
 
 CABINS_PREFIX = 'cabins.'
