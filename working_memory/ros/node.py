@@ -442,12 +442,14 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _start_ticking(self) -> None:
         if not self._memory.config.trigger_topic:
-            self._timer = self.create_timer(self._memory.config.tick_period_s,
-                                            self._on_tick_timer)
-            self._grid = TickGrid(self._timer.timer_period_ns, self._next_tick_ns())
+            # Pacing starts with a full collection: before the timer, so the first tick still
+            # comes a whole period after it.
             if self._memory.config.gc_pacing and not self._gc_paced:
                 PACING.hold()
                 self._gc_paced = True
+            self._timer = self.create_timer(self._memory.config.tick_period_s,
+                                            self._on_tick_timer)
+            self._grid = TickGrid(self._timer.timer_period_ns, self._next_tick_ns())
 
     def _stop_ticking(self) -> None:
         if self._timer is not None:
