@@ -153,6 +153,22 @@ def test_changes_name_what_was_set_or_removed_since_the_last_call():
     assert not board.changes(matcher).entries
 
 
+def test_keys_new_to_a_mirror_come_in_board_order_a_key_set_again_last():
+    # A consumer places keys new to its mirror in the order of the changes: board order.
+    board = BoardSnapshot()
+    board.apply([BoardEntry('a:1', 1, 0.0), BoardEntry('a:2', 2, 0.0)])
+    matcher = _Prefix('a:')
+    board.changes(matcher)
+    board.apply([BoardEntry('a:2', 3, 1.0)], ['a:1'])
+    board.apply([BoardEntry('a:3', 4, 1.0)])
+    board.apply([BoardEntry('a:1', 5, 2.0)])
+    changes = board.changes(matcher)
+    assert changes.moved == {'a:1'}
+    new_or_moved = [key for key in changes.entries if key in changes.moved or key == 'a:3']
+    assert new_or_moved == ['a:3', 'a:1']
+    assert board.index(matcher) == ('a:2', 'a:3', 'a:1')
+
+
 def test_a_watched_keys_value_arrives_with_its_json_text_made_and_others_without():
     board = BoardSnapshot()
     board.changes(_Prefix('a:'))   # a consumer mirrors the a: keys

@@ -156,6 +156,11 @@ class BoardSnapshot:
                 if entry.key in keys:
                     dirty.setdefault(entry.key, False)
                     prepare_text(entry.value)
+            # A key set again after its removal comes last in board order: so it does among
+            # the changes (their order places the keys new to a consumer's mirror).
+            for key in new:
+                if dirty.get(key):
+                    dirty[key] = dirty.pop(key)
         return removed
 
     def view(self, keys: Iterable[str] | None = None) -> BoardView:
