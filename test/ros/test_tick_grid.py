@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from working_memory.ros.tick_grid import TickGrid
+from working_memory.ros.tick_grid import MIN_INTAKE_DELAY_NS, TickGrid, intake_delay_ns
 
 PERIOD = 10_000_000   # [ns] 100 Hz
 
@@ -75,3 +75,47 @@ def test_a_late_timer_call_within_a_backlog_never_ticks_twice():
     grid = TickGrid(PERIOD, next_call_ns=PERIOD)
     assert grid.due(50 * PERIOD + 1)          # callbacks served the points up to 50
     assert not grid.on_timer(2 * PERIOD)      # the timer's event for point 1 comes very late
+
+
+MS = 1_000_000   # [ns]
+
+
+def test_the_intake_keeps_its_pace_without_a_lead_or_a_tick_timer():
+    assert intake_delay_ns(50 * MS, 30 * MS, 0, 100 * MS) == 50 * MS
+    assert intake_delay_ns(50 * MS, None, 2 * MS, 100 * MS) == 50 * MS
+
+
+def test_the_last_round_before_a_tick_comes_its_lead_before_it():
+    # The pace would pass the lead point 2 ms before the tick (30 ms away): aim at it.
+    assert intake_delay_ns(50 * MS, 30 * MS, 2 * MS, 100 * MS) == 28 * MS
+    # A pace that comes before the lead point keeps it.
+    assert intake_delay_ns(5 * MS, 30 * MS, 2 * MS, 100 * MS) == 5 * MS
+
+
+def test_a_round_within_the_lead_aims_at_the_lead_of_the_tick_after():
+    assert intake_delay_ns(200 * MS, 1 * MS, 2 * MS, 100 * MS) == 99 * MS
+    # Just before its lead point is as good as at it.
+    assert intake_delay_ns(200 * MS, 2 * MS + MIN_INTAKE_DELAY_NS // 2, 2 * MS,
+                           100 * MS) == 100 * MS + MIN_INTAKE_DELAY_NS // 2
+
+
+def test_the_lead_is_at_most_half_a_period_and_the_wait_never_below_its_floor():
+    assert intake_delay_ns(50 * MS, 8 * MS, 40 * MS, 10 * MS) == 3 * MS
+    assert intake_delay_ns(0, 8 * MS, 2 * MS, 10 * MS) == MIN_INTAKE_DELAY_NS
+
+
+@given(st.integers(1, 10**9), st.integers(0, 10**9), st.integers(0, 10**9),
+       st.integers(2, 10**9))
+def test_the_intake_never_waits_longer_than_its_pace_nor_past_a_lead_point(
+        pace, until, lead, period):
+    delay = intake_delay_ns(pace, until, lead, period)
+    if not lead:
+        assert delay == pace
+        return
+    assert MIN_INTAKE_DELAY_NS <= delay <= max(pace, MIN_INTAKE_DELAY_NS)
+    if delay > MIN_INTAKE_DELAY_NS:
+        # No lead point lies before the next round (one is at it at most).
+        point = until - min(lead, period // 2)
+        while point < MIN_INTAKE_DELAY_NS:
+            point += period
+        assert delay <= point

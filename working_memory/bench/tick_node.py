@@ -1,7 +1,7 @@
 """The node's tick from stamp to bytes, in one process (a ROS face: the node's own encoder).
 
 Run with `tools/rosenv python -P -m working_memory.bench.tick_node [--sleep 0.01] [--profile]
-[--tick-hz 10]`.
+[--tick-hz 10] [--prepare-lead 0.002]`.
 It replays the tick `make bench-ros` measures at 100 Hz + 1 kHz (the frames100 group): the
 demo's three cabins (config/working_memory.yaml), a 4000 x 4000 map at 0.05 m, 30 sensor
 keys of which 10 change per tick, the mission and pose re-sent every second; each tick runs
@@ -39,6 +39,7 @@ CHANGES_PER_TICK = 10    # 1 kHz board at 100 Hz ticks
 TICK_S = 0.01            # [s]
 BOARD_HZ = 1000.0        # [1/s] board updates, one sensor each
 WARM_UP_TICKS = 300
+LATE_CHANGES = 2         # board changes within a prepared tick's lead (--prepare-lead)
 
 
 class TickReplay:
@@ -62,11 +63,19 @@ class TickReplay:
         self.tick = 0
         self._start = time.time()
 
-    def inputs(self) -> float:
-        """Apply one tick's board changes; return the tick's time [s]."""
+    def inputs(self, lead_s: float = 0.0) -> float:
+        """Apply one tick's board changes; return the tick's time [s].
+
+        With `lead_s` the node's prepare_lead_s is replayed: all but the last
+        `LATE_CHANGES` changes are prepared, then the replay sleeps `lead_s` [s]
+        before the last ones come (the tick's own share).
+        """
         self.tick += 1
         now = self._start + self.tick * self.tick_s
-        for _ in range(self.changes):
+        for change in range(self.changes):
+            if lead_s and change == self.changes - LATE_CHANGES:
+                self.assembler.prepare(now - lead_s, self.board)
+                time.sleep(lead_s)
             index = self.sent % SENSORS
             self.board.apply([BoardEntry(f'sensor:{index}', {'reading': math.sin(self.sent)},
                                          now, importance=0.05, ttl=1.0, tags=('sensor',))])
@@ -97,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--sleep', type=float, default=0.0,
                         help='[s] asleep between ticks, as the node (cold caches)')
     parser.add_argument('--profile', action='store_true', help='cProfile the ticks instead')
+    parser.add_argument('--prepare-lead', type=float, default=0.0,
+                        help='[s] alternate ticks prepared this long before (the '
+                             "node's prepare_lead_s) with unprepared ones; print both")
     parser.add_argument('--tick-hz', type=float, default=1.0 / TICK_S,
                         help='[Hz] ticks of the 1 kHz board (10: the frames10 group, every '
                              'sensor changed per tick)')
@@ -114,18 +126,28 @@ def main(argv: list[str] | None = None) -> int:
             profile.disable()
         pstats.Stats(profile).sort_stats('tottime').print_stats(30)
         return 0
+    # Prepared and unprepared ticks take turns, so each is the other's same-run baseline.
+    leads = (0.0, args.prepare_lead) if args.prepare_lead else (0.0,)
     for _ in range(args.repeats):
-        assembly, encoding = [], []
-        for _ in range(args.ticks):
-            assembled, encoded, data = replay.run(replay.inputs())
-            assembly.append(assembled)
-            encoding.append(encoded)
+        assembly = {lead: [] for lead in leads}
+        encoding = {lead: [] for lead in leads}
+        for tick in range(args.ticks):
+            lead = leads[tick % len(leads)]
+            assembled, encoded, data = replay.run(replay.inputs(lead))
+            assembly[lead].append(assembled)
+            encoding[lead].append(encoded)
             if args.sleep:
                 time.sleep(args.sleep)
-        print(f'{"cold" if args.sleep else "hot"}: assemble p50 '
-              f'{statistics.median(assembly) * 1e3:.3f} ms, encode p50 '
-              f'{statistics.median(encoding) * 1e3:.3f} ms, {len(data)} bytes, '
-              f'{len(replay.frames.latest().packs)} packs')
+        for lead in leads:
+            prepared = f', prepared {lead * 1e3:g} ms before' if lead else ''
+            print(f'{"cold" if args.sleep else "hot"}{prepared}: assemble p50 '
+                  f'{statistics.median(assembly[lead]) * 1e3:.3f} ms, encode p50 '
+                  f'{statistics.median(encoding[lead]) * 1e3:.3f} ms, {len(data)} bytes, '
+                  f'{len(replay.frames.latest().packs)} packs')
+        if args.prepare_lead:
+            ratio = statistics.median(assembly[args.prepare_lead]) / statistics.median(
+                assembly[0.0])
+            print(f'prepared / unprepared assembly at the tick: {ratio:.2f}x')
     return 0
 
 

@@ -114,7 +114,8 @@ class CabinBoard:
     sorted); `absent`: a note per key withheld, stale or filtered out; `stale`,
     `withheld`: those keys; `absent_sorted`, `stale_sorted`: the absent and the stale
     keys' notes sorted by key, kept across ticks. `touched` are the keys whose served entry
-    came, went or changed in the last `update` (everything after a start over). `version`
+    came, went or changed in the `update`s since the last `take_touched` (everything served
+    before or after a start over), so a tick may be prepared by updates ahead of it. `version`
     grows whenever a key comes to or leaves any of these, or its note changes: the same
     version, the same keys and notes (a served key's new entry leaves it as it is).
     """
@@ -174,7 +175,6 @@ class CabinBoard:
     def update(self, mirror: Mapping[str, BoardEntry],
                changes: Mapping[str, BoardEntry | None] | None, now: float) -> None:
         """Apply the changed keys (`changes` None: everything in `mirror`) at effective `now`."""
-        self.touched = set()
         if (changes is not None and self._tags_since <= now < self._tags_until
                 and self._quiet.issuperset(changes)):
             for key, entry in changes.items():
@@ -234,9 +234,14 @@ class CabinBoard:
             self._timed.pop(key, None)
         return True
 
+    def take_touched(self) -> set[str]:
+        """Return the keys touched since the last call, and start a new set."""
+        touched, self.touched = self.touched, set()
+        return touched
+
     def _start_over(self, mirror: Mapping[str, BoardEntry], include: frozenset[str],
                     now: float) -> None:
-        self.touched = set(self.served)
+        self.touched.update(self.served)
         self.version += 1
         self._include = include
         self.served, self.absent, self.stale, self.withheld = {}, {}, {}, {}

@@ -53,7 +53,7 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        check_parameter, check_refused, config_from_values,
                                        drop_cabin, drop_param_spec)
 from working_memory.ros.spin import Intake, run_node, seconds_reader
-from working_memory.ros.tick_grid import TickGrid
+from working_memory.ros.tick_grid import MIN_INTAKE_DELAY_NS, TickGrid, intake_delay_ns
 from working_memory.ros.views import Views
 from working_memory.ros.window_topics import WindowTopics
 from working_memory.srv import Assemble, Explain
@@ -623,11 +623,25 @@ class WorkingMemoryNode(LifecycleNode):
         if until_tick is not None:
             budget = min(budget, 0.5e-9 * until_tick)
         self._take_inputs(budget)
+        memory = self._memory
+        lead_ns = round(memory.config.prepare_lead_s * 1e9)
+        if lead_ns:
+            # What came is selected now; the tick does what comes after (the same frame).
+            memory.assembler.prepare(self._now(), memory.board)
         if self._gc_paced:
             PACING.between_ticks()
         period_ns = round(self._intake.pace() * 1e9)
-        if self._intake_timer.timer_period_ns != period_ns:
-            self._intake_timer.timer_period_ns = period_ns
+        timer = self._intake_timer
+        if lead_ns and self._timer is not None and not self.get_clock().ros_time_is_active:
+            # The last round before a tick comes its lead before it (on the steady clock,
+            # which runs with the system clock; sim time keeps the pace).
+            delay_ns = intake_delay_ns(period_ns, self._timer.time_until_next_call(),
+                                       lead_ns, self._timer.timer_period_ns)
+            if abs(timer.time_until_next_call() - delay_ns) > MIN_INTAKE_DELAY_NS:
+                timer.timer_period_ns = delay_ns
+                timer.reset()
+        elif timer.timer_period_ns != period_ns:
+            timer.timer_period_ns = period_ns
 
     def _on_map(self, msg: OccupancyGrid) -> None:
         self._tick_if_due()

@@ -126,6 +126,11 @@ PARAMS: tuple[ParamSpec, ...] = (
               'each tick instead of inside ticks (the process-wide collector; full '
               'collections at most once a minute; the default, by measurement: '
               'BENCHMARKS.md); false leaves it alone', read_only=True),
+    ParamSpec('prepare_lead_s', ParamType.DOUBLE, 0.002,
+              'Between ticks the node takes its queued inputs into the selection, the last '
+              'time this long before a timer tick [s] (at most half a period), so the tick '
+              'itself does only what came since: the same frame, sooner; 0 leaves all of it '
+              'to the tick', range=(0.0, 1.0), read_only=True),
 )
 
 CABINS_PREFIX = 'cabins.'
@@ -245,6 +250,7 @@ class NodeConfig:
     views: bool
     map_windows: str
     gc_pacing: bool
+    prepare_lead_s: float
 
     @property
     def size_budget(self) -> int | None:

@@ -53,3 +53,25 @@ class TickGrid:
         # Periods missed entirely are skipped, as an rcl timer skips them.
         self._served += behind - behind % self.period_ns
         return True
+
+
+# [ns] the intake's shortest wait: a round this close to its aim is the aimed-at round.
+MIN_INTAKE_DELAY_NS = 200_000
+
+
+def intake_delay_ns(pace_ns: int, until_tick_ns: int | None, lead_ns: int,
+                    period_ns: int) -> int:
+    """Return how long the intake waits for its next round [ns]: its pace, or less.
+
+    Less when that round would come after the point `lead_ns` before the next tick
+    (`until_tick_ns` away; None without a tick timer): it then comes at that point,
+    the last round before the tick. A round already within the lead (or just before
+    it) aims at the lead of the tick after; `lead_ns` 0 keeps the pace.
+    """
+    if lead_ns <= 0 or until_tick_ns is None:
+        return pace_ns
+    lead_ns = min(lead_ns, period_ns // 2)
+    to_lead = until_tick_ns - lead_ns
+    if to_lead < MIN_INTAKE_DELAY_NS:
+        to_lead += period_ns
+    return max(MIN_INTAKE_DELAY_NS, min(pace_ns, to_lead))
