@@ -10,6 +10,8 @@ import time
 
 import pytest
 import rclpy
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState
 
 from working_memory.msg import ContextFrame
 from working_memory.ros import qos
@@ -71,6 +73,27 @@ def test_main_exits_cleanly_however_often_sigint_comes(context, add_node, spin_u
             node.kill()
             node.wait()
     assert node.returncode == 0
+
+
+def test_main_exits_cleanly_once_the_node_is_shut_down(context, add_node, spin_until,
+                                                       namespace, tmp_path):
+    # `ros2 lifecycle set <node> shutdown`: the answer comes, then the process ends (0).
+    probe = add_node(rclpy.create_node('main_probe', namespace=namespace, context=context))
+    client = probe.create_client(ChangeState, 'working_memory/change_state')
+    node = subprocess.Popen(
+        [sys.executable, '-c', MAIN, '--autostart', '--ros-args', '-r', f'__ns:={namespace}',
+         '-p', 'cabin_names:=[planner]', '-p', 'cabins.planner.board_keys:=[pose]'],
+        cwd=tmp_path)
+    try:
+        assert spin_until(client.service_is_ready), 'no change_state service'
+        future = client.call_async(ChangeState.Request(
+            transition=Transition(id=Transition.TRANSITION_ACTIVE_SHUTDOWN)))
+        assert spin_until(future.done) and future.result().success
+        assert node.wait(timeout=20) == 0
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.wait()
 
 
 HANGING_STOP = """

@@ -228,6 +228,11 @@ class WorkingMemoryNode(LifecycleNode):
         self._publish_lifecycle()
         return super().on_shutdown(state)
 
+    @property
+    def finalized(self) -> bool:
+        """True once shut down (the lifecycle's finalized state): the process may end."""
+        return self._finalized
+
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Release everything so the node can be configured again."""
         self.get_logger().error(f'error while {state.label}: releasing state')
@@ -788,4 +793,5 @@ def main(args: list[str] | None = None) -> int:
             and node.trigger_activate() == TransitionCallbackReturn.SUCCESS)
 
     return run_node(WorkingMemoryNode, args, start=autostart,
-                    make_executor=lambda: make_executor(kind=options.executor))
+                    make_executor=lambda: make_executor(kind=options.executor),
+                    finished=lambda node: node.finalized)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import faulthandler
+import math
 import signal
 import threading
 import time
@@ -19,6 +20,8 @@ from rclpy.subscription import Subscription
 
 # How often the spin loop looks at the stop flag [s]: the latency of a clean stop.
 STOP_POLL_S = 0.1
+# [s] spun after the node is finished: its last answers and messages go out
+FINISH_LINGER_S = 0.5
 # The signals that stop an executable cleanly.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # A process still running this long after its first stop signal [s] prints every thread's
@@ -138,7 +141,7 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
              start: Callable[[Node], bool] | None = None,
              make_executor: Callable[[], Executor] = SingleThreadedExecutor,
              construction_errors: tuple[type[Exception], ...] = (ParameterException, ValueError),
-             ) -> int:
+             finished: Callable[[Node], bool] | None = None) -> int:
     """Spin the node made by `make_node` until SIGINT/SIGTERM or shutdown; return the exit code.
 
     SIGINT and SIGTERM only set a stop flag: the node is destroyed (a recorder
@@ -146,7 +149,10 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     land inside rclpy's C code. A node that cannot be built (one of
     `construction_errors`, e.g. a bad parameter) logs why and exits 2 instead of
     running with a broken contract; `start(node)` returning False (e.g. a failed
-    lifecycle autostart) exits 1. Once it returns, the process is ending: SIGINT and
+    lifecycle autostart) exits 1. A node that says it is `finished` (a lifecycle node
+    shut down: finalized) is spun FINISH_LINGER_S longer, so the answer to its last
+    transition and its last messages go out, then the process exits 0. Once it
+    returns, the process is ending: SIGINT and
     SIGTERM are ignored from then on. A process that has not ended STOP_DUMP_S after
     its first stop signal prints every thread's stack to stderr (the shutdown of rclpy
     and the interpreter after the return included; an exit before that prints nothing).
@@ -161,7 +167,7 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     for signum in STOP_SIGNALS:
         signal.signal(signum, on_stop)
     try:
-        return _spin(make_node, start, make_executor, construction_errors, stop)
+        return _spin(make_node, start, make_executor, construction_errors, stop, finished)
     finally:
         # The process ends now. A terminal's Ctrl-C reaches the node and `ros2 launch`,
         # which sends its own SIGINT: a second signal must not kill the interpreter while
@@ -172,8 +178,9 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
 
 def _spin(make_node: Callable[[], Node], start: Callable[[Node], bool] | None,
           make_executor: Callable[[], Executor],
-          construction_errors: tuple[type[Exception], ...], stop: threading.Event) -> int:
-    """Make, start and spin the node until `stop` is set; see run_node."""
+          construction_errors: tuple[type[Exception], ...], stop: threading.Event,
+          finished: Callable[[Node], bool] | None = None) -> int:
+    """Make, start and spin the node until `stop` is set or it is finished; see run_node."""
     try:
         node = make_node()
     except construction_errors as error:
@@ -185,8 +192,11 @@ def _spin(make_node: Callable[[], Node], start: Callable[[Node], bool] | None,
     try:
         if start is not None and not start(node):
             return 1
-        while not stop.is_set():
+        until = math.inf
+        while not stop.is_set() and time.monotonic() < until:
             executor.spin_once(timeout_sec=STOP_POLL_S)
+            if until == math.inf and finished is not None and finished(node):
+                until = time.monotonic() + FINISH_LINGER_S
     except ExternalShutdownException:
         pass
     finally:
