@@ -13,7 +13,8 @@ import pytest
 
 from working_memory.core.manifest import load_manifests
 from working_memory.demo.cli import (EXIT_INTERRUPTED, EXIT_NOT_AS_INTENDED, EXIT_OK, Progress,
-                                     drops_from_specs, exit_code, summary, verdict)
+                                     drops_from_specs, exit_code, parse_args, summary,
+                                     verdict)
 from working_memory.demo.demo import main
 from working_memory.demo.scenario import Outcome, default_params_file
 
@@ -64,6 +65,16 @@ def test_a_baseline_that_does_not_deliver_exits_non_zero():
     assert exit_code(outcome(delivered=False, timed_out=True), {}, False, True) == \
         EXIT_NOT_AS_INTENDED
     assert 'not delivered within the time limit' in verdict(outcome(timed_out=True), {}, False)[1]
+
+
+def test_the_summary_names_the_time_limit_that_stopped_an_undelivered_run():
+    stopped = outcome(timed_out=True, limit='the wall-time limit (80 s)', wall_time_s=80.0)
+    assert verdict(stopped, {}, False)[1] == ('not delivered within the wall-time limit (80 s), '
+                                              'though nothing was dropped')
+    assert ', stopped by the wall-time limit (80 s)' in summary(stopped, {}, False).splitlines()[1]
+    assert 'stopped by' not in summary(outcome(delivered=True), {}, False)
+    assert parse_args(['--wall-time-limit', '30']).wall_time_limit == 30.0
+    assert parse_args([]).wall_time_limit == 80.0
 
 
 def test_a_drop_run_ends_as_intended_when_the_robot_stays_safe():

@@ -36,6 +36,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help='sim seconds per wall second (default: 2)')
     parser.add_argument('--sim-time-limit', type=float, default=150.0,
                         help='stop after this much sim time [s] (default: 150)')
+    parser.add_argument('--wall-time-limit', type=float, default=80.0,
+                        help='stop after this much wall time [s], whatever the sim time: a '
+                             'machine slower than the real-time factor stops here first '
+                             '(default: 80)')
     parser.add_argument('--after-alarm', type=float, default=10.0,
                         help='stop this much sim time [s] after the first alarm (default: 10)')
     return parser.parse_args(argv)
@@ -125,8 +129,8 @@ def verdict(outcome: Outcome, drops: Mapping, interrupted: bool) -> tuple[bool, 
     if not drops:
         if outcome.delivered:
             return True, 'delivered, as a run with nothing dropped must'
-        return False, ('not delivered within the time limit' if outcome.timed_out
-                       else 'not delivered') + ', though nothing was dropped'
+        return False, (f'not delivered within {outcome.limit or "the time limit"}'
+                       if outcome.timed_out else 'not delivered') + ', though nothing was dropped'
     return True, ('the injected drop was survived safely' if outcome.delivered else
                   'the robot stayed safe without what was dropped')
 
@@ -141,7 +145,8 @@ def summary(outcome: Outcome, drops: Mapping, interrupted: bool) -> str:
     return '\n'.join([
         '',
         f'== {headline} after {outcome.sim_time_s:.1f} s sim time '
-        f'({outcome.wall_time_s:.1f} s wall), {outcome.ticks} ticks',
+        f'({outcome.wall_time_s:.1f} s wall), {outcome.ticks} ticks'
+        + (f', stopped by {outcome.limit}' if outcome.limit and not outcome.delivered else ''),
         f'   ended as intended: {"yes" if ok else "NO"} ({why})',
         f'   injected drops:   {describe_drops(drops)}',
         f'   evictions:        {outcome.evictions}',

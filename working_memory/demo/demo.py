@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(bag)
     options = ScenarioOptions(seed=args.seed, drops=drops, bag_path=bag,
                               real_time_factor=args.real_time_factor,
-                              sim_time_limit_s=args.sim_time_limit)
+                              sim_time_limit_s=args.sim_time_limit,
+                              wall_time_limit_s=args.wall_time_limit)
     print(f'working_memory demo: delivery world seed {args.seed}, drops {describe_drops(drops)}, '
           f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")} (loopback only)', flush=True)
     # Ctrl-C ends the run between spins, so the bag is still closed and the report written.

@@ -130,6 +130,7 @@ class Outcome:
     failures: int = 0
     planner_decisions: dict[str, int] = field(default_factory=dict)
     timed_out: bool = False
+    limit: str = ''   # the time limit that ended the run, if one did
     bag_path: Path | None = None
 
 
@@ -269,8 +270,12 @@ class Scenario:
                     break
                 if until is not None and until(outcome):
                     break
-                if (outcome.sim_time_s >= options.sim_time_limit_s
-                        or outcome.wall_time_s >= options.wall_time_limit_s):
+                if outcome.sim_time_s >= options.sim_time_limit_s:
+                    outcome.limit = f'the sim-time limit ({options.sim_time_limit_s:g} s)'
+                elif outcome.wall_time_s >= options.wall_time_limit_s:
+                    # A machine slower than the real-time factor reaches this one first.
+                    outcome.limit = f'the wall-time limit ({options.wall_time_limit_s:g} s)'
+                if outcome.limit:
                     outcome.timed_out = not outcome.delivered
                     break
         finally:
