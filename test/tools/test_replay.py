@@ -80,7 +80,7 @@ def parameter_event(stamp_ns: int, name: str, value) -> bytes:
 
 
 def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_at=None,
-              receipts=True, torn_at=None, unrecorded=()):
+              receipts=True, torn_at=None, unrecorded=(), declared=True):
     """Write a synthetic run; return its bag.
 
     late_board_at: ticks whose board message the recorder writes before the frame although
@@ -88,7 +88,8 @@ def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_
     node got but the recorder did not. unrecorded: topics the recorder never subscribed
     to (the node got their messages). shrink_at: tick before which capacity drops to 2.
     The planner reports each frame it decided on; at `torn_at` a second report (as if from
-    another planner process) names an older frame.
+    another planner process) names an older frame. declared False: the recorder heard only
+    the capacity, not the parameters the node declared as it started.
     """
     manifests = manifests_from_params({'cabins': CABINS})
     working_set = WorkingSet(capacity)
@@ -111,6 +112,8 @@ def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_
                          'cabins.planner.map.radius_m': CABINS['planner']['map']['radius_m'],
                          'cabins.planner.events.window_s': 5.0,
                          'cabins.planner.events.kinds': CABINS['planner']['events']['kinds']}
+        if not declared:
+            configuration = {'capacity': capacity}
         for name, value in configuration.items():
             writer.write('/parameter_events', TOPICS['/parameter_events'],
                          parameter_event(0, name, value), 0)
@@ -237,6 +240,16 @@ def test_params_file_stands_in_for_missing_parameter_events(tmp_path):
     assert agreement(run, settings).mismatches == ()
 
 
+def test_events_without_the_nodes_start_go_over_the_packaged_config(tmp_path):
+    # The recorder matched the node after it declared its parameters: a later set alone.
+    run = load_run(write_run(tmp_path / 'run', capacity=3, declared=False))
+    settings = recorded_settings(run)
+    assert settings.values['cabin_names'] == ['planner', 'executor', 'monitor']
+    assert settings.values['capacity'] == 3
+    assert settings.source.startswith('the packaged config (the bag has not the parameters')
+    assert set(settings.manifests()) == {'planner', 'executor', 'monitor'}
+
+
 def test_replay_cli_reports_agreement_and_rejects_bad_what_ifs(tmp_path, capsys):
     bag = write_run(tmp_path / 'run', missed_board_at=(5,))
     assert inspect.main(['replay', str(bag)]) == inspect.DISAGREES
@@ -248,6 +261,11 @@ def test_replay_cli_reports_agreement_and_rejects_bad_what_ifs(tmp_path, capsys)
     assert inspect.main(['replay', str(tmp_path / 'nothing')]) == 1
     assert inspect.main(['replay', str(bag), '--set', 'capacity=0']) == 1
     assert 'capacity' in capsys.readouterr().err
+    # A typo fails, naming the parameter it was likely meant to be, as the node does.
+    assert inspect.main(['replay', str(bag), '--set', 'capacty=5']) == 1
+    assert '--set capacty: unknown parameter (did you mean capacity?)' in capsys.readouterr().err
+    assert inspect.main(['replay', str(bag), '--set', 'cabins.planner.map.radius=1.0']) == 1
+    assert 'did you mean cabins.planner.map.radius_m?' in capsys.readouterr().err
 
 
 def test_the_frame_time_is_the_nodes_to_the_nanosecond(tmp_path):

@@ -23,6 +23,8 @@ import sys
 
 import yaml
 
+from working_memory.core.checks import did_you_mean
+from working_memory.ros.params import CABINS_PREFIX, SPECS, cabin_param_specs, param_spec
 from working_memory.tools import doctor, suggest
 from working_memory.tools.bag import BagError
 from working_memory.tools.recording import (FrameRecord, PackRecord, Recording, RecordingError,
@@ -253,12 +255,23 @@ def what_if_changes(args: argparse.Namespace, node: str) -> tuple[dict[str, obje
         name, sep, text = assignment.partition('=')
         if not sep or not name:
             raise ReplayError(f'--set {assignment!r}: expected NAME=VALUE')
+        if param_spec(name) is None:
+            raise ReplayError(f'--set {name}: unknown parameter'
+                              f'{did_you_mean(name, known_names(name))}')
         try:
             changes[name] = yaml.safe_load(text)
         except yaml.YAMLError as error:
             raise ReplayError(f'--set {name}: VALUE is not YAML: {error}') from None
         words.append(f'{name}={changes[name]!r}')
     return changes, ', '.join(words)
+
+
+def known_names(name: str) -> list[str]:
+    """Return the parameter names `name` may have meant: the table's, or its cabin's fields."""
+    if name.startswith(CABINS_PREFIX):
+        cabin = name[len(CABINS_PREFIX):].partition('.')[0]
+        return [spec.name for spec in cabin_param_specs(cabin)]
+    return list(SPECS)
 
 
 def run_command(args: argparse.Namespace) -> tuple[str, int]:

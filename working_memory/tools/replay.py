@@ -154,7 +154,9 @@ def recorded_settings(run: Run, node: str | None = None,
 
     The bag holds the parameters at configure (metadata, PARAMETERS_KEY) and the
     parameter events; those stamped before the first tick are part of the start.
-    With neither in the bag and without a file the packaged config is used.
+    With neither in the bag and without a file the packaged config is used; with
+    events that lack the node's start (no `cabin_names`), the packaged config with
+    the events over it.
     """
     node = node or node_of(run)
     changes = [change for change in run.parameters if change.node == node]
@@ -165,8 +167,16 @@ def recorded_settings(run: Run, node: str | None = None,
             values.update(json.loads(snapshot) if snapshot else {})
         except ValueError as error:
             raise ReplayError(f'bag metadata {PARAMETERS_KEY}: not JSON ({error})') from None
+        heard = any('cabin_names' in change.values for change in changes)
         source = (f'parameters of {node} at configure (bag metadata)' if snapshot else
                   f'parameter events of {node} in the bag')
+        if not snapshot and not heard:
+            # A node declares its parameters as it starts, usually before a recorder has
+            # matched it: then the events hold only later changes, which go over the
+            # packaged config.
+            values.update(parameters_in_file(share_dir() / DEFAULT_PARAMS, node))
+            source = (f'the packaged config (the bag has not the parameters {node} started '
+                      f'with) + its parameter events in the bag')
         for change in changes:
             if change.stamp_ns > first_tick_ns(run):
                 break  # later changes are applied by the replay at their tick
