@@ -25,7 +25,7 @@ from working_memory.ros import conversions as conv
 from working_memory.tools import inspect
 from working_memory.tools.bag import BagWriter, full_typestore
 from working_memory.tools.recording import load_run
-from working_memory.tools.replay import agreement, recorded_settings, what_if
+from working_memory.tools.replay import agreement, format_agreement, recorded_settings, what_if
 
 TICKS = 12
 PERIOD_NS = 100_000_000
@@ -40,14 +40,15 @@ TOPICS = {'/board': 'working_memory/msg/BoardUpdate', '/log': 'working_memory/ms
           '/parameter_events': 'rcl_interfaces/msg/ParameterEvent'}
 
 
-def board_msg(tick: int, now: float):
-    entries = [BoardEntry('pose', {'x': 1.0 + 0.01 * tick, 'y': 1.0}, now, None, 0.0, ()),
-               BoardEntry(f'sensor:{tick % 4}', {'reading': float(tick)}, now, None, 1.0, ())]
+def board_msg(tick: int, now: float, stamped: bool = True):
+    stamp = now if stamped else 0.0   # unstamped: the node stamps it when it takes it
+    entries = [BoardEntry('pose', {'x': 1.0 + 0.01 * tick, 'y': 1.0}, stamp, None, 0.0, ()),
+               BoardEntry(f'sensor:{tick % 4}', {'reading': float(tick)}, stamp, None, 1.0, ())]
     if tick == 1:
-        entries += [BoardEntry('goal:deliver', {'x': 2, 'y': 1}, now, 1.0, 0.0, ()),
-                    BoardEntry('safety:zone/a', {'polygon': [[0, 0], [1, 0], [1, 1]]}, now,
+        entries += [BoardEntry('goal:deliver', {'x': 2, 'y': 1}, stamp, 1.0, 0.0, ()),
+                    BoardEntry('safety:zone/a', {'polygon': [[0, 0], [1, 0], [1, 1]]}, stamp,
                                1.0, 0.0, ('safety',))]
-    return conv.board_update_msg(entries, now)
+    return conv.board_update_msg(entries, stamp)
 
 
 def parameter_event(stamp_ns: int, name: str, value) -> bytes:
@@ -80,7 +81,7 @@ def parameter_event(stamp_ns: int, name: str, value) -> bytes:
 
 
 def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_at=None,
-              receipts=True, torn_at=None, unrecorded=(), declared=True):
+              receipts=True, torn_at=None, unrecorded=(), declared=True, unstamped_at=()):
     """Write a synthetic run; return its bag.
 
     late_board_at: ticks whose board message the recorder writes before the frame although
@@ -89,7 +90,8 @@ def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_
     to (the node got their messages). shrink_at: tick before which capacity drops to 2.
     The planner reports each frame it decided on; at `torn_at` a second report (as if from
     another planner process) names an older frame. declared False: the recorder heard only
-    the capacity, not the parameters the node declared as it started.
+    the capacity, not the parameters the node declared as it started. unstamped_at: ticks
+    whose board message has no stamp; the node takes it 1 ms after the recorder does.
     """
     manifests = manifests_from_params({'cabins': CABINS})
     working_set = WorkingSet(capacity)
@@ -143,13 +145,13 @@ def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_
             for topic, msg in pending:
                 node_takes(topic, msg, now - 0.05)
             pending.clear()
-            msg = board_msg(tick, now - 0.05)
+            msg = board_msg(tick, now - 0.05, tick not in unstamped_at)
             if tick not in missed_board_at:
                 write('/board', msg, stamp_ns - 50_000_000)
             if tick in late_board_at:
                 pending.append(('/board', msg))
             else:
-                node_takes('/board', msg, now - 0.05)
+                node_takes('/board', msg, now - (0.049 if tick in unstamped_at else 0.05))
             if tick == 3:
                 event = conv.log_event_msg(Event(now - 0.02, EventKind.CONSTRAINT, 'world',
                                                  'safety:zone/a', {'why': 'test'}))
@@ -248,6 +250,20 @@ def test_events_without_the_nodes_start_go_over_the_packaged_config(tmp_path):
     assert settings.values['capacity'] == 3
     assert settings.source.startswith('the packaged config (the bag has not the parameters')
     assert set(settings.manifests()) == {'planner', 'executor', 'monitor'}
+
+
+def test_a_disagreement_from_inputs_the_node_stamped_on_receipt_is_explained(tmp_path):
+    # The node stamped tick 4's board entries when it took them, 1 ms after the recorder.
+    _, result = replayed(write_run(tmp_path / 'run', unstamped_at=(4,)))
+    assert [mismatch.tick for mismatch in result.mismatches][:1] == [4]
+    notes = result.mismatches[0].notes
+    assert any(note.startswith('board: 2 key(s) set without a stamp (pose, sensor:0): the node '
+                               'stamped them when it took them') for note in notes), notes
+    text = format_agreement(result, 'run', recorded_settings(load_run(tmp_path / 'run')))
+    assert 'stamp the entries or the header for an exact replay' in text
+    # The next stamped pose takes the note away; sensor:0 is stamped again at tick 8.
+    later = {mismatch.tick: mismatch.notes for mismatch in result.mismatches}
+    assert all('pose' not in ' '.join(notes) for tick, notes in later.items() if tick > 4)
 
 
 def test_replay_cli_reports_agreement_and_rejects_bad_what_ifs(tmp_path, capsys):

@@ -191,6 +191,11 @@ def recorded_settings(run: Run, node: str | None = None,
     return Settings(parameters_in_file(path, node), why, node)
 
 
+def _is_zero(stamp) -> bool:
+    """True for a zero builtin_interfaces/Time: the sender left it unset."""
+    return not (stamp.sec or stamp.nanosec)
+
+
 def first_tick_ns(run: Run) -> int:
     """Return the first recorded tick's time [ns] (0 without frames)."""
     return run.recording.frames[0].stamp_ns if run.recording.frames else 0
@@ -255,6 +260,10 @@ class Replay:
         self._stamps: dict[str, list[int]] = {}
         # Per topic, ticks before whose frame the bag held a message the node took later.
         self.late: dict[str, int] = {}
+        # Board keys whose entry came without a stamp (entry and header zero), and how many
+        # log events did: the node stamped them when it took them, which no bag holds.
+        self._unstamped_keys: dict[str, None] = {}
+        self._unstamped_events = 0
 
     def steps(self) -> Iterator[Step]:
         """Yield one Step per recorded frame, in tick order."""
@@ -309,6 +318,7 @@ class Replay:
             for stamp_ns, msg in messages[applied[topic]:wanted]:
                 self._observe.receipt(msg, recorded.stamp_ns * 1e-9)
                 self._apply(truth, topic, msg, stamp_ns * 1e-9)
+                self._note_stamps(topic, msg)
             applied[topic] = max(applied[topic], wanted)
         for topic, received in recorded.inputs.items():
             if received and topic not in self.run.inputs:
@@ -317,6 +327,33 @@ class Replay:
                        "recorder's discovery reached it, or a topic left out)")
         if not recorded.inputs:
             yield 'no receipt in the frame: inputs applied by bag time (approximate)'
+        yield from self._unstamped_notes()
+
+    def _note_stamps(self, topic: str, msg) -> None:
+        """Note what of `msg` the node stamped on receipt (its stamps are zero)."""
+        msgtype = self.run.input_types[topic]
+        if msgtype.endswith('/BoardUpdate'):
+            header = _is_zero(msg.header.stamp)
+            for key in msg.removed_keys:
+                self._unstamped_keys.pop(key, None)
+            for entry in msg.entries:
+                if header and _is_zero(entry.stamp):
+                    self._unstamped_keys[entry.key] = None
+                else:
+                    self._unstamped_keys.pop(entry.key, None)
+        elif msgtype.endswith('/LogEvent') and _is_zero(msg.header.stamp):
+            self._unstamped_events += 1
+
+    def _unstamped_notes(self) -> Iterator[str]:
+        """Say which inputs on the board or in the log the node stamped on receipt."""
+        keys = list(self._unstamped_keys)
+        why = ('the node stamped them when it took them, this replay when the recorder did: '
+               'stamp the entries or the header for an exact replay')
+        if keys:
+            shown = ', '.join(keys[:3]) + (f' and {len(keys) - 3} more' if len(keys) > 3 else '')
+            yield f'board: {len(keys)} key(s) set without a stamp ({shown}): {why}'
+        if self._unstamped_events:
+            yield f'log: {self._unstamped_events} event(s) without a stamp: {why}'
 
     def _apply(self, truth: Truth, topic: str, msg, received: float) -> None:
         """Apply one input message as the node's callback does (bad input is rejected)."""
