@@ -192,7 +192,7 @@ def recorded_settings(run: Run, node: str | None = None,
 
 
 def _is_zero(stamp) -> bool:
-    """True for a zero builtin_interfaces/Time: the sender left it unset."""
+    """Return True for a zero builtin_interfaces/Time: the sender left it unset."""
     return not (stamp.sec or stamp.nanosec)
 
 
