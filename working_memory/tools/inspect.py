@@ -171,7 +171,8 @@ def parser() -> argparse.ArgumentParser:
                       help='write plots to FILE.png or a self-contained FILE.html')
     cli.add_argument('--cabin', help='restrict to this cabin (for --report: the map window cabin)')
     cli.add_argument('--map-tick', type=int,
-                     help='tick of the map window in the report (default: the last with one)')
+                     help='tick of the map in the report (default: the first alarm or '
+                          "failure's, else the last tick)")
     cli.add_argument('--capacity', type=int,
                      help='working-set capacity: derive capacity alarms from the packs when '
                           '/diagnostics has none')
