@@ -2,7 +2,8 @@
 
 The node is a launch_ros LifecycleNode: once its process is up the launch emits
 a ChangeState(configure) event; when the node reports the transition to
-`inactive`, an OnStateTransition handler emits ChangeState(activate). A failed
+`inactive`, an OnStateTransition handler emits ChangeState(activate), once: later
+transitions (a cleanup and configure to reconfigure it) are the user's. A failed
 configure (bad parameters, bad manifest) leaves the node unconfigured, logged and
 reported as an ERROR on /diagnostics. With `namespace:=robot1` the node is
 /robot1/working_memory, its topics and services below it; the packaged params file
@@ -60,9 +61,10 @@ def generate_launch_description() -> LaunchDescription:
         output='screen')
     configure_at_start = RegisterEventHandler(OnProcessStart(
         target_action=node, on_start=[change_state(node, Transition.TRANSITION_CONFIGURE)]))
+    # Once: a user's later configure (after a cleanup) leaves the node inactive.
     activate_when_configured = RegisterEventHandler(OnStateTransition(
         target_lifecycle_node=node, start_state='configuring', goal_state='inactive',
-        entities=[change_state(node, Transition.TRANSITION_ACTIVATE)]))
+        entities=[change_state(node, Transition.TRANSITION_ACTIVATE)], handle_once=True))
     return LaunchDescription([
         *declare_common_arguments(),
         # Handlers first, so no transition event can pass before they listen.

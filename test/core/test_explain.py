@@ -85,3 +85,25 @@ def test_explain_unknown_cabin_names_the_known_ones(frame_and_events):
     frame, _, _ = frame_and_events
     with pytest.raises(ValueError, match='cabin .executor.: unknown .known: planner, monitor, bl'):
         explain(frame, MANIFESTS, 'executor', 'pose')
+
+
+def test_an_event_item_key_the_log_never_had_is_never_seen_and_one_it_had_out_of_scope():
+    log = EventLog(2)
+    old = log.append(Event(1.0, EventKind.CONSTRAINT, key='lane_closed'))
+    for stamp in (2.0, 3.0):   # the log holds two: the constraint's number is gone from it
+        log.append(Event(stamp, EventKind.FAILURE, key='open_door'))
+    frame = Assembler(MANIFESTS, WorkingSet(3)).assemble(7, 20.0, BoardSnapshot(), log, None)
+    never = explain(frame, MANIFESTS, 'planner', 'event:FAILURE:zzz#99', log)
+    assert (never.reason, never.detail) == ('NEVER_SEEN', "no FAILURE event 'zzz' numbered 99 "
+                                                          'was ever logged')
+    # Number 1 was logged, as a FAILURE of open_door, not of another key or kind.
+    assert explain(frame, MANIFESTS, 'planner', 'event:FAILURE:other#1', log).reason == \
+        'NEVER_SEEN'
+    assert explain(frame, MANIFESTS, 'planner', 'event:CONSTRAINT:open_door#1', log).reason == \
+        'NEVER_SEEN'
+    assert explain(frame, MANIFESTS, 'planner', 'event:FAILURE:open_door#1', log).reason == \
+        'OUT_OF_SCOPE'   # logged, out of the 10 s window at t = 20 s
+    # Gone from the log: it was logged, so it is out of the window, not never seen.
+    assert explain(frame, MANIFESTS, 'planner', event_item_key(old), log).reason == 'OUT_OF_SCOPE'
+    # Without the log the answer is what the pack alone can say.
+    assert explain(frame, MANIFESTS, 'planner', 'event:FAILURE:zzz#99').reason == 'OUT_OF_SCOPE'

@@ -1,5 +1,7 @@
 """working_memory.launch.py as a user runs it: defaults only, the node comes up active."""
 
+import time
+
 import pytest
 
 launch_pytest = pytest.importorskip(
@@ -42,6 +44,24 @@ def test_diagnostics_name_the_node_and_report_it_active(probe):
     status = probe.status(diagnostics, f'{NODE}: lifecycle',
                           lambda status: status.level == DiagnosticStatus.OK)
     assert (status.message, status.hardware_id) == ('active: ticking', NODE)
+
+
+@pytest.mark.launch(fixture=launch_description)
+def test_the_launch_activates_once_and_a_later_configure_stays_inactive(probe):
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState
+
+    def change(transition):
+        request = ChangeState.Request(transition=Transition(id=transition))
+        assert probe.call(ChangeState, f'{NODE}/change_state', request).success
+    probe.wait_for_state(NODE, 'active')
+    for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP,
+                       Transition.TRANSITION_CONFIGURE):
+        change(transition)
+    time.sleep(1.0)   # the launch's handler, were it still listening, would have activated
+    assert probe.state(NODE) == 'inactive'
+    change(Transition.TRANSITION_ACTIVATE)   # as the other tests of this launch expect it
+    probe.wait_for_state(NODE, 'active')
 
 
 @pytest.mark.launch(fixture=launch_description, shutdown=True)

@@ -50,6 +50,28 @@ def test_a_steady_over_capacity_selection_publishes_evictions_in_its_first_tick_
     assert probe.values(status)['evictions_total'] == '5'
 
 
+def test_a_capacity_lowered_between_ticks_evicts_in_the_next_tick(start_memory):
+    # The last frame before the change still holds what it evicts: the eviction is of the
+    # tick after it, the batch's.
+    node, probe = start_memory({'capacity': 4})
+    probe.wait_matched(probe.board)
+    probe.board.publish(board_update_msg(
+        [BoardEntry(f'reading:{n}', {'v': n}, 0.0, importance=0.1 * (n + 1)) for n in range(3)],
+        0.0))
+    before = probe.wait_frame(lambda f: len(planner_keys(f)) == 3)
+    assert node.set_parameters([Parameter('capacity', value=2)])[0].successful
+    assert probe.spin_until(lambda: probe.batches)
+    (batch,) = probe.batches
+    assert [(e.key, e.tick) for e in batch.evictions] == [('reading:0', batch.tick)]
+    assert batch.tick > before.tick
+    held = probe.assemble('planner', batch.tick - 1)
+    assert held.success and 'reading:0' in {item.key for item in held.pack.items}
+    gone = probe.assemble('planner', batch.tick)
+    assert gone.success and 'reading:0' not in {item.key for item in gone.pack.items}
+    answer = probe.explain('planner', 'reading:0', batch.tick)
+    assert answer.reason == 'EVICTED' and f'evicted at tick {batch.tick} ' in answer.detail
+
+
 def test_evicted_items_come_back_when_capacity_is_raised_and_explain_says_when(start_memory):
     node, probe = start_memory({'capacity': 3})
     probe.wait_matched(probe.board)

@@ -6,7 +6,7 @@ import pytest
 
 from working_memory.core.items import Missing, MissingReason
 from working_memory.ros.diagnostics import (CapacityUse, Health, Level, idle_period_s,
-                                            lifecycle_status)
+                                            lifecycle_status, stall)
 from working_memory.ros.params import (PARAMS, ParamType, SPECS, cabin_param_specs, cabin_specs,
                                        check_known, check_parameter, check_refused,
                                        coerce, config_from_values, default_values, drop_cabin,
@@ -126,6 +126,18 @@ def test_lifecycle_status_tells_each_state_and_a_failed_configure(state, failure
     status = lifecycle_status(state, failure)
     assert (status.name, status.level, status.message) == ('lifecycle', level, message)
     assert dict(status.values)['state'] == state
+
+
+def test_an_active_node_without_ticks_says_since_when_and_why():
+    assert stall(1.9, 0.1, 1.0) is None                    # two idle periods not yet over
+    assert stall(2.5, 0.1, 1.0) == ('no tick for 2.5 s: the node clock or the executor is '
+                                    'stuck')
+    assert stall(2.5, 0.1, 1.0, sim_time=True).endswith('(is /clock published?)')
+    assert stall(2.5, None, 1.0, 'decide') == 'no tick for 2.5 s: no message on decide'
+    assert stall(5.0, 3.0, 1.0) is None                    # slow ticks: two periods first
+    status = lifecycle_status('active', None, 'no tick for 2.5 s: no message on decide')
+    assert (status.level, status.message) == (Level.WARN,
+                                              'active: no tick for 2.5 s: no message on decide')
 
 
 def test_diagnostics_keep_a_period_while_not_ticking_even_when_every_tick_is_asked():

@@ -119,12 +119,22 @@ def test_a_drop_override_of_a_manifests_file_cabin_is_known(start_memory, tmp_pa
 
 def test_a_refused_override_keeps_the_node_up_and_fails_configure_until_set_right(
         start_memory, capfd):
-    node, _ = start_memory({'capacity': 'many'}, configure=False)
+    node, probe = start_memory({'capacity': 'many', 'diagnostics_period_s': 0.1},
+                               configure=False)
     assert node.get_parameter('capacity').value == 256
     assert node.trigger_configure() == FAILURE
     assert "capacity: must be an integer, got 'many'" in configure_error(capfd)
+    probe.status('lifecycle', lambda s: s.message.startswith('unconfigured: configure failed'))
     [result] = node.set_parameters([Parameter('capacity', value=12)])
     assert result.successful
+    # /diagnostics no longer carries the failure the set cleared.
+    since = len(probe.diagnostics)
+
+    def lifecycle_messages():
+        return [s.message for array in probe.diagnostics[since:] for s in array.status
+                if s.name.endswith(': lifecycle')]
+    assert probe.spin_until(lambda: len(lifecycle_messages()) >= 2)
+    assert lifecycle_messages()[-1] == 'unconfigured: waiting for configure'
     assert node.trigger_configure() == SUCCESS
     assert node._memory.config.capacity == 12
 
@@ -135,3 +145,16 @@ def test_an_integer_override_of_a_double_is_taken_as_a_double(start_memory):
     assert node.get_parameter('tick_hz').type_ is Parameter.Type.DOUBLE
     assert node.trigger_configure() == SUCCESS
     assert node._memory.config.tick_hz == 20.0
+
+
+def test_configure_names_the_cabins_that_require_a_board_pose_the_pose_topic_cannot_give():
+    from working_memory.core.manifest import Manifest
+    from working_memory.ros.node import pose_requirers
+    from working_memory.ros.params import config_from_values, default_values
+    manifests = {'planner': Manifest.from_dict('planner', {'board_keys': ['pose'],
+                                                           'required': ['pose']}),
+                 'monitor': Manifest.from_dict('monitor', {'board_keys': ['pose']})}
+    values = {**default_values(), 'cabin_names': ['planner', 'monitor']}
+    assert pose_requirers(config_from_values(values), manifests) == []
+    odometry = config_from_values({**values, 'pose_source': 'odometry'})
+    assert pose_requirers(odometry, manifests) == ['planner']

@@ -61,6 +61,17 @@ def event_item_kind(key: str) -> str | None:
     return key[len(EVENT_ITEM_PREFIX):].partition(':')[0]
 
 
+def event_item_parts(key: str) -> tuple[str, str, int] | None:
+    """Return (kind, event key, seq) of an event item key, or None when it is none."""
+    kind = event_item_kind(key)
+    if kind is None:
+        return None
+    event_key, sep, seq = key[len(EVENT_ITEM_PREFIX) + len(kind) + 1:].rpartition('#')
+    if not sep or not seq.isdigit():
+        return None
+    return kind, event_key, int(seq)
+
+
 @dataclass
 class _Pose:
     xy: tuple[float, float] | None
@@ -194,9 +205,17 @@ class Assembler:
             self._steady.clear()   # a cabin no longer there keeps no pack
             self._missing_kept.clear()
 
-    def set_limits(self, capacity: int, size_budget: int | None) -> list[EvictionRecord]:
-        """Change the working set's limits between ticks; return the evictions this caused."""
+    def set_limits(self, capacity: int, size_budget: int | None,
+                   tick: int | None = None) -> list[EvictionRecord]:
+        """Change the working set's limits between ticks; return the evictions this caused.
+
+        `tick` is the tick the change takes effect in, the next one (None: the last
+        assembled): its frame is the first without what the change evicts, so the
+        evictions are of that tick.
+        """
         with self._lock:
+            if tick is not None:
+                self._ws.tick = tick
             return self._ws.set_limits(capacity, size_budget)
 
     def assemble(self, tick: int, now: float, board: BoardSnapshot, log: EventLog,

@@ -87,6 +87,20 @@ class EventLog:
                         break
         return tuple(reversed(newest_first))
 
+    def logged(self, kind: str, key: str, seq: int) -> bool | None:
+        """Say whether event number `seq` was a `kind` (its value) event of `key`.
+
+        None when the log no longer holds number `seq` (it was, but its kind and
+        key are gone with it); False for a number not yet given out.
+        """
+        with self._lock:
+            if not 0 <= seq < self._next_seq:
+                return False
+            for event in self._events:
+                if event.seq == seq:
+                    return event.kind.value == kind and event.key == key
+        return None
+
     def last_stamp(self, kind: EventKind) -> float | None:
         """Return the effective stamp [s] of the newest `kind` event ever appended, or None."""
         with self._lock:

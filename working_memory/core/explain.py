@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Mapping, NamedTuple
 
-from working_memory.core.assembly import event_item_key, event_item_kind
+from working_memory.core.assembly import event_item_key, event_item_kind, event_item_parts
+from working_memory.core.eventlog import EventLog
 from working_memory.core.frames import Frame, Pack
 from working_memory.core.items import MissingReason
 from working_memory.core.manifest import ALL_KINDS, EVENTS_PREFIX, MAP, Manifest
@@ -24,12 +25,13 @@ class Explanation(NamedTuple):
     detail: str
 
 
-def explain(frame: Frame, manifests: Mapping[str, Manifest], cabin: str,
-            key: str) -> Explanation:
+def explain(frame: Frame, manifests: Mapping[str, Manifest], cabin: str, key: str,
+            log: EventLog | None = None) -> Explanation:
     """Explain `key` (board key, event item key, "events:<KIND>" or "map") in `cabin`'s pack.
 
-    `manifests` are the ones the frame was assembled with. Raises ValueError
-    for a cabin the frame or the manifests do not know.
+    `manifests` are the ones the frame was assembled with; `log` (the node's) tells an
+    event item key that names no logged event (NEVER_SEEN) from one outside the
+    window. Raises ValueError for a cabin the frame or the manifests do not know.
     """
     pack = frame.pack(cabin)
     manifest = manifests.get(cabin)
@@ -45,7 +47,7 @@ def explain(frame: Frame, manifests: Mapping[str, Manifest], cabin: str,
     for missing in pack.missing + pack.absent:
         if missing.key == key:
             return Explanation(False, missing.reason.value, missing.text(pack.effective))
-    return _unrecorded(pack, manifest, key)
+    return _unrecorded(pack, manifest, key, log)
 
 
 def _served(pack: Pack, key: str) -> str:
@@ -70,17 +72,23 @@ def _served(pack: Pack, key: str) -> str:
     return ''
 
 
-def _unrecorded(pack: Pack, manifest: Manifest, key: str) -> Explanation:
+def _unrecorded(pack: Pack, manifest: Manifest, key: str,
+                log: EventLog | None) -> Explanation:
     """Answer for a key the pack has no record of, from what the manifest asks for.
 
     The map and every board key the manifest selected are always recorded, so
-    what is left are events outside the window and keys the board lacks.
+    what is left are events outside the window or never logged, and keys the
+    board lacks.
     """
     kind = key[len(EVENTS_PREFIX):] if key.startswith(EVENTS_PREFIX) else event_item_kind(key)
     if kind is not None:
         kinds = manifest.events.kinds_named(kind)
         if kinds and all(k in manifest.drops.event_kinds for k in kinds):
             return Explanation(False, INJECTED_DROP, f'{kind} events withheld by an injected drop')
+        parts = event_item_parts(key)
+        if kinds and parts is not None and log is not None and log.logged(*parts) is False:
+            return Explanation(False, NEVER_SEEN, f'no {kind} event {parts[1]!r} numbered '
+                                                  f'{parts[2]} was ever logged')
         if kinds:
             return Explanation(False, OUT_OF_SCOPE,
                                f'not in the event window of tick {pack.tick} '

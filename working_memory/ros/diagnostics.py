@@ -47,14 +47,34 @@ def idle_period_s(diagnostics_period_s: float) -> float:
     return diagnostics_period_s or IDLE_PERIOD_S
 
 
-def lifecycle_status(state: str, failure: str | None = None) -> Status:
+def stall(silence_s: float, tick_period_s: float | None, idle_period: float,
+          trigger_topic: str = '', sim_time: bool = False) -> str | None:
+    """Say why an active node has not ticked for `silence_s` [s] (steady clock), or None.
+
+    A node ticking on its timer (`tick_period_s`) is stalled after two periods and at
+    least one idle diagnostics period without a tick; one on a trigger topic after
+    two idle periods.
+    """
+    limit = 2.0 * max(idle_period, tick_period_s or idle_period)
+    if silence_s < limit:
+        return None
+    if trigger_topic:
+        return f'no tick for {silence_s:.1f} s: no message on {trigger_topic}'
+    if sim_time:
+        return f'no tick for {silence_s:.1f} s: sim time does not advance (is /clock published?)'
+    return f'no tick for {silence_s:.1f} s: the node clock or the executor is stuck'
+
+
+def lifecycle_status(state: str, failure: str | None = None, stalled: str | None = None) -> Status:
     """Return the `lifecycle` status of a node in lifecycle `state` (a primary state label).
 
-    Active is OK; unconfigured with a `failure` (why configure failed) is an ERROR
-    carrying it; any other state (waiting for configure, inactive, finalized) is a
-    WARN: the node serves no frames.
+    Active is OK, or a WARN with `stalled` (why no tick comes); unconfigured with a
+    `failure` (why configure failed) is an ERROR carrying it; any other state
+    (waiting for configure, inactive, finalized) is a WARN: the node serves no frames.
     """
     values = (('state', state), ('failure', failure or ''))
+    if state == 'active' and stalled:
+        return Status('lifecycle', Level.WARN, f'active: {stalled}', values)
     if state == 'active':
         return Status('lifecycle', Level.OK, 'active: ticking', values)
     if state == 'unconfigured' and failure:

@@ -46,7 +46,7 @@ from working_memory.msg import BoardUpdate, ContextFrame, EvictionBatch, LogEven
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
 from working_memory.ros.diagnostics import (CapacityUse, Health, Status, idle_period_s,
-                                            lifecycle_status)
+                                            lifecycle_status, stall)
 from working_memory.ros.gc_pacing import PACING
 from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        cabin_param_specs, cabin_specs, check_known,
@@ -152,6 +152,8 @@ class WorkingMemoryNode(LifecycleNode):
         self._failure: str | None = None
         self._finalized = False
         self._idle_timer: Timer | None = None
+        self._last_tick_s = 0.0   # [s] steady clock: when the node last ticked or activated
+        self._failed_on_refused = False   # the last configure failed on refused overrides
         # Overrides the table refused at declaration, by name: configure fails with them.
         self._refused: dict[str, str] = {}
         self.add_pre_set_parameters_callback(self._on_pre_set_parameters)
@@ -177,7 +179,9 @@ class WorkingMemoryNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Validate parameters and overrides, load manifests, build the core and the entities."""
         try:
+            self._failed_on_refused = bool(self._refused)
             check_refused(self._refused)
+            self._failed_on_refused = False
             config = config_from_values(conv.parameter_values(self, PARAMS))
             manifests = self._load_manifests(config)
             # After _load_manifests: it declares the drops of the manifests_file cabins.
@@ -199,12 +203,20 @@ class WorkingMemoryNode(LifecycleNode):
         self._failure = None
         self.get_logger().info(f'configured: cabins {", ".join(manifests)}, '
                                f'capacity {config.capacity}, ' + self._tick_description(config))
+        requiring = pose_requirers(config, manifests)
+        if requiring:
+            self.get_logger().warning(
+                f'pose_source {config.pose_source}: the {self._pose_topic(config)} topic places '
+                f'the map windows; {", ".join(requiring)} require the board key '
+                f'{config.pose_key!r}, which only the board gives (publish it there, as '
+                f'mission_node does, or leave it out of required)')
         return super().on_configure(state)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start ticking (the timer, or accept trigger messages) and enable the publishers."""
         self._start_ticking()
         self._active = True
+        self._last_tick_s = time.monotonic()   # a stall counts from here
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -404,9 +416,15 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _on_parameters_set(self, parameters: list[Parameter]) -> None:
         """Apply an accepted change: between two ticks, as callbacks never overlap."""
+        cleared = False
         for parameter in parameters:
             # A valid value replaces an override the table refused.
-            self._refused.pop(parameter.name, None)
+            cleared |= self._refused.pop(parameter.name, None) is not None
+        if cleared and self._memory is None and self._failed_on_refused:
+            # The failure was the refused overrides: what remains of it is what is left.
+            self._failure = ('configure failed: ' + '; '.join(self._refused.values())
+                             if self._refused else None)
+            self._publish_lifecycle()
         if self._idle_timer is not None and any(
                 parameter.name == 'diagnostics_period_s' for parameter in parameters):
             self._stop_idle_diagnostics()
@@ -418,8 +436,9 @@ class WorkingMemoryNode(LifecycleNode):
         old = memory.config
         memory.config = config
         if (config.capacity, config.size_budget) != (old.capacity, old.size_budget):
-            memory.pending_evictions += memory.assembler.set_limits(config.capacity,
-                                                                    config.size_budget)
+            # Evicted in the next tick: the last frame still holds what goes.
+            memory.pending_evictions += memory.assembler.set_limits(
+                config.capacity, config.size_budget, tick=memory.tick + 1)
         if manifests != memory.manifests:
             memory.manifests = manifests
             memory.assembler.set_manifests(manifests)
@@ -495,6 +514,7 @@ class WorkingMemoryNode(LifecycleNode):
     def _on_tick(self) -> None:
         """Assemble and freeze one frame, then publish it, its evictions and diagnostics."""
         started = time.perf_counter()
+        self._last_tick_s = time.monotonic()
         # What arrived before the tick's time is in its frame.
         self._take_inputs(TICK_INTAKE_BUDGET_S)
         memory = self._memory
@@ -553,9 +573,21 @@ class WorkingMemoryNode(LifecycleNode):
             self._idle_timer = None
 
     def _on_idle_diagnostics(self) -> None:
-        """Publish the lifecycle status while the node does not tick (ticks publish their own)."""
+        """Publish the lifecycle status while the node does not tick (ticks publish their own).
+
+        Also while active without ticks (a trigger topic that is silent, sim time without
+        /clock): then a WARN says since when and why.
+        """
         if not self._active:
             self._publish_lifecycle()
+            return
+        config = self._memory.config
+        why = stall(time.monotonic() - self._last_tick_s,
+                    None if config.trigger_topic else config.tick_period_s,
+                    idle_period_s(config.diagnostics_period_s), config.trigger_topic,
+                    self.get_clock().ros_time_is_active)
+        if why is not None:
+            self._publish_statuses([lifecycle_status('active', self._failure, why)], self._now())
 
     def _publish_lifecycle(self) -> None:
         self._publish_statuses([self._lifecycle_status()], self._now())
@@ -733,7 +765,7 @@ class WorkingMemoryNode(LifecycleNode):
             # Only drops change at runtime and packs record them, so the current
             # manifests explain past frames too.
             answer = explain(self._frame(query.tick), self._memory.manifests, query.cabin,
-                             query.key)
+                             query.key, self._memory.log)
         except (LookupError, ValueError) as error:
             return conv.failed_response(response, str(error))
         return conv.explain_response(response, answer)
@@ -753,6 +785,13 @@ class WorkingMemoryNode(LifecycleNode):
     def _now(self) -> float:
         """Return the node clock's time [s] (ROS time: /clock under use_sim_time)."""
         return self.get_clock().now().nanoseconds * 1e-9
+
+
+def pose_requirers(config: NodeConfig, manifests: dict[str, Manifest]) -> list[str]:
+    """Return the cabins requiring the board key `pose_key` while the pose comes from a topic."""
+    if config.pose_source == 'board':
+        return []
+    return [name for name, manifest in manifests.items() if config.pose_key in manifest.required]
 
 
 EXECUTORS = ('single', 'events')

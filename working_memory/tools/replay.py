@@ -383,7 +383,8 @@ class Replay:
                 continue  # part of the configuration the replay started from
             settings = self.settings.with_values(
                 {k: v for k, v in change.values.items() if v is not None}, 'runtime change')
-            assembler.set_limits(settings.config.capacity, settings.config.size_budget)
+            assembler.set_limits(settings.config.capacity, settings.config.size_budget,
+                                 tick=recorded.tick)
             assembler.set_manifests(settings.manifests())
             self.settings = settings
             notes.append('parameters set at runtime: ' + ', '.join(
