@@ -1,4 +1,4 @@
-"""The node's input conversions (ros/inputs.py, pure): the frozen fast path equals the plain one."""
+"""The node's input conversions (ros/inputs.py, pure): their checks, the frozen and plain paths."""
 
 import json
 from types import SimpleNamespace
@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 
 from working_memory.core.board import BoardSnapshot
 from working_memory.core.frozen import FrozenDict, deep_freeze
+from working_memory.core.items import EventKind
 from working_memory.core.timebase import TimeBase
-from working_memory.ros.inputs import board_batch_from_msg, json_field
+from working_memory.ros.inputs import (board_batch_from_msg, event_from_msg, json_field,
+                                       pose_from_odometry, pose_from_pose_stamped)
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
@@ -84,3 +86,129 @@ def test_a_value_nested_too_deeply_is_a_clear_error_on_both_paths(text, frozen):
 def test_a_value_nested_64_deep_is_taken():
     assert json_field('[' * 64 + ']' * 64, 'v', frozen=True) == deep_freeze(
         json.loads('[' * 64 + ']' * 64))
+
+
+# -- stamps: a negative one is rejected naming the field, one in the future is taken ---------
+
+KINDS = dict(enumerate(EventKind))
+# `ros2 topic pub` wraps sec: 4000000000 into the int32 -294967296.
+NEGATIVE = [(-100, 0, '-100.0'), (-1, 500_000_000, '-0.5'),
+            (4_000_000_000 - 2**32, 0, '-294967296.0')]
+FUTURE = 2**31 - 1   # the latest time an int32 sec holds (2038), far ahead of any clock
+
+
+def stamp(sec, nanosec=0):
+    return SimpleNamespace(sec=sec, nanosec=nanosec)
+
+
+def log_event(sec, nanosec=0, key='door:main'):
+    return SimpleNamespace(header=SimpleNamespace(stamp=stamp(sec, nanosec)), kind=1,
+                           source='test', key=key, detail='', importance=0.5, tags=[])
+
+
+@pytest.mark.parametrize('sec, nanosec, seconds', NEGATIVE)
+def test_a_log_event_with_a_negative_stamp_is_rejected_naming_the_field(sec, nanosec, seconds):
+    with pytest.raises(ValueError) as error:
+        event_from_msg(log_event(sec, nanosec), 1000.0, KINDS)
+    assert str(error.value) == (f"log event 'door:main': header.stamp: must not be negative, "
+                                f'got {seconds} s')
+
+
+def test_a_log_event_stamped_zero_or_in_the_future_is_taken():
+    assert event_from_msg(log_event(0), 1000.0, KINDS).stamp == 1000.0
+    assert event_from_msg(log_event(FUTURE), 1000.0, KINDS).stamp == float(FUTURE)
+    assert event_from_msg(log_event(0, 1), 1000.0, KINDS).stamp == 1e-9
+
+
+@pytest.mark.parametrize('frozen', [False, True])
+@pytest.mark.parametrize('sec, nanosec, seconds', NEGATIVE)
+def test_a_board_entry_with_a_negative_stamp_is_rejected_and_the_rest_applies(
+        sec, nanosec, seconds, frozen):
+    msg = update_msg(('a', 1, 5.0), ('bad', 2, 0.0), ('c', 3, 0.0))
+    msg.entries[1].stamp = stamp(sec, nanosec)
+    batch = board_batch_from_msg(msg, 1000.0, frozen)
+    assert [e.key for e in batch.entries] == ['a', 'c']
+    assert batch.errors == (f"entries[1] board entry 'bad': stamp: must not be negative, "
+                            f'got {seconds} s',)
+
+
+@pytest.mark.parametrize('frozen', [False, True])
+@pytest.mark.parametrize('sec, nanosec, seconds', NEGATIVE)
+def test_a_board_update_with_a_negative_header_stamp_is_rejected_whole(
+        sec, nanosec, seconds, frozen):
+    # Even entries with stamps of their own: the update as a whole is malformed.
+    msg = update_msg(('a', 1, 5.0), ('b', 2, 0.0), removed=['old'])
+    msg.header.stamp = stamp(sec, nanosec)
+    with pytest.raises(ValueError) as error:
+        board_batch_from_msg(msg, 1000.0, frozen)
+    assert str(error.value) == (f'header.stamp: must not be negative, got {seconds} s '
+                                '(the whole update is rejected)')
+
+
+@pytest.mark.parametrize('frozen', [False, True])
+def test_board_stamps_in_the_future_are_taken(frozen):
+    msg = update_msg(('a', 1, float(FUTURE)), ('b', 2, 0.0))
+    msg.header.stamp = stamp(FUTURE - 1)
+    batch = board_batch_from_msg(msg, 1000.0, frozen)
+    assert batch.errors == ()
+    assert [e.stamp for e in batch.entries] == [float(FUTURE), float(FUTURE - 1)]
+
+# -- poses: the orientation must be a rotation ----------------------------------------------
+
+
+def quaternion(x=0.0, y=0.0, z=0.0, w=1.0):
+    return SimpleNamespace(x=x, y=y, z=z, w=w)
+
+
+def odometry(orientation, frame_id='map'):
+    pose = SimpleNamespace(position=SimpleNamespace(x=1.0, y=2.0, z=0.0), orientation=orientation)
+    return SimpleNamespace(header=SimpleNamespace(stamp=stamp(1), frame_id=frame_id),
+                           pose=SimpleNamespace(pose=pose, covariance=[0.0] * 36))
+
+
+def pose_stamped(orientation, frame_id='map'):
+    pose = SimpleNamespace(position=SimpleNamespace(x=1.0, y=2.0, z=0.0), orientation=orientation)
+    return SimpleNamespace(header=SimpleNamespace(stamp=stamp(1), frame_id=frame_id), pose=pose)
+
+
+POSE_TOPICS = pytest.mark.parametrize('topic, field, make, convert', [
+    ('odom', 'pose.pose', odometry, pose_from_odometry),
+    ('pose', 'pose', pose_stamped, pose_from_pose_stamped)])
+NAN, INF = float('nan'), float('inf')
+
+
+@POSE_TOPICS
+@pytest.mark.parametrize('orientation', [quaternion(x=NAN), quaternion(y=NAN), quaternion(z=INF),
+                                         quaternion(w=NAN), quaternion(w=-INF)])
+def test_a_pose_with_a_non_finite_orientation_is_rejected_naming_the_field(
+        topic, field, make, convert, orientation):
+    q = orientation
+    with pytest.raises(ValueError) as error:
+        convert(make(orientation), 'map')
+    assert str(error.value) == (f'{topic}: {field}.orientation must be finite, '
+                                f'got ({q.x}, {q.y}, {q.z}, {q.w})')
+
+
+@POSE_TOPICS
+@pytest.mark.parametrize('zero', [0.0, -0.0])
+def test_a_pose_with_an_all_zero_quaternion_is_rejected_naming_the_field(
+        topic, field, make, convert, zero):
+    with pytest.raises(ValueError) as error:
+        convert(make(quaternion(zero, zero, zero, zero)), 'map')
+    assert str(error.value) == (f'{topic}: {field}.orientation must be a quaternion of nonzero '
+                                f'norm, got ({zero}, {zero}, {zero}, {zero})')
+
+
+@POSE_TOPICS
+@pytest.mark.parametrize('orientation', [quaternion(), quaternion(z=0.6, w=0.8),
+                                         quaternion(w=2.0), quaternion(x=1e-200)])
+def test_a_pose_with_a_rotation_is_taken_unnormalized_too(topic, field, make, convert,
+                                                          orientation):
+    assert convert(make(orientation), 'map') == (1.0, 2.0)
+
+
+@POSE_TOPICS
+def test_a_pose_with_an_empty_frame_id_is_taken_in_map_frame(topic, field, make, convert):
+    assert convert(make(quaternion(), frame_id=''), 'map') == (1.0, 2.0)
+    with pytest.raises(ValueError, match=f"{topic}: header.frame_id 'odom' is not map_frame"):
+        convert(make(quaternion(), frame_id='odom'), 'map')

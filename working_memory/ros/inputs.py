@@ -33,9 +33,19 @@ def seconds_from_duration(duration) -> float:
     return duration.sec + duration.nanosec * 1e-9
 
 
-def stamp_or(stamp, fallback: float) -> float:
-    """Return `stamp` in seconds, or `fallback` [s] when the sender left it zero."""
-    return seconds_from_time(stamp) if stamp.sec or stamp.nanosec else fallback
+def stamp_or(stamp, fallback: float, what: str) -> float:
+    """Return `stamp` in seconds, or `fallback` [s] when the sender left it zero.
+
+    A negative stamp raises ValueError naming `what`: ROS time starts at 0, and such a
+    stamp (often a time past 2038 wrapped around the int32 `sec`) would place the input
+    before everything the node holds, never shown. A stamp in the future is taken.
+    """
+    if not (stamp.sec or stamp.nanosec):
+        return fallback
+    seconds = seconds_from_time(stamp)
+    if seconds < 0.0:
+        raise ValueError(f'{what}: must not be negative, got {seconds} s')
+    return seconds
 
 
 def importance_from_msg(value: float) -> float | None:
@@ -116,10 +126,15 @@ def board_batch_from_msg(msg, now: float, frozen: bool = False) -> BoardBatch:
 
     An entry stamp of zero falls back to the header stamp, then to `now` [s]
     (receive time): a board owner that does not stamp still gets ttl handling.
+    A negative header stamp rejects the whole update (ValueError); a negative entry
+    stamp, that entry.
     `frozen`: values come deeply immutable and strict JSON, ready for
     `BoardSnapshot.apply(..., checked=True)` (the node's intake, the hot path).
     """
-    received = stamp_or(msg.header.stamp, now)
+    try:
+        received = stamp_or(msg.header.stamp, now, 'header.stamp')
+    except ValueError as error:
+        raise ValueError(f'{error} (the whole update is rejected)') from None
     entries, errors = [], []
     for index, entry in enumerate(msg.entries):
         try:
@@ -136,7 +151,8 @@ def board_batch_from_msg(msg, now: float, frozen: bool = False) -> BoardBatch:
 def board_entry_from_msg(entry, received: float, frozen: bool = False) -> BoardEntry:
     """Convert one BoardEntry message, raising ValueError naming the key and field."""
     value = json_field(entry.value, f'board entry {entry.key!r}: value', frozen)
-    return BoardEntry(key=entry.key, value=value, stamp=stamp_or(entry.stamp, received),
+    stamp = stamp_or(entry.stamp, received, f'board entry {entry.key!r}: stamp')
+    return BoardEntry(key=entry.key, value=value, stamp=stamp,
                       importance=importance_from_msg(entry.importance),
                       ttl=seconds_from_duration(entry.ttl), tags=tuple(entry.tags))
 
@@ -153,13 +169,15 @@ def event_from_msg(msg, now: float, kinds: Mapping[int, EventKind]) -> Event:
     """Convert a LogEvent, raising ValueError naming the field; a zero stamp means `now` [s].
 
     `kinds` maps the message's kind constants to EventKind (see `event_kinds`).
+    A negative stamp is refused (see `stamp_or`).
     """
     kind = kinds.get(msg.kind)
     if kind is None:
         raise ValueError(f'log event {msg.key!r}: kind {msg.kind} is not one of '
                          f'{sorted(kinds)} ({", ".join(k.value for k in EventKind)})')
+    stamp = stamp_or(msg.header.stamp, now, f'log event {msg.key!r}: header.stamp')
     detail = json_field(msg.detail, f'log event {msg.key!r}: detail') if msg.detail else None
-    return Event(stamp=stamp_or(msg.header.stamp, now), kind=kind, source=msg.source,
+    return Event(stamp=stamp, kind=kind, source=msg.source,
                  key=msg.key, detail=detail, importance=importance_from_msg(msg.importance),
                  tags=tuple(msg.tags))
 
@@ -192,24 +210,36 @@ def grid_from_msg(msg, map_frame: str) -> GridMap:
 # -- pose ------------------------------------------------------------------
 
 
-def _xy_in_frame(header, pose, map_frame: str, topic: str) -> tuple[float, float]:
+def _xy_in_frame(header, pose, map_frame: str, topic: str, field: str) -> tuple[float, float]:
+    """Return (x, y) [m] of `pose` (the message's field `field`); ValueError names the fault.
+
+    An empty `header.frame_id` is taken as `map_frame`. The orientation is not used, but it
+    must be a rotation: finite, and a quaternion of nonzero norm.
+    """
     if header.frame_id not in ('', map_frame):
         raise ValueError(f'{topic}: header.frame_id {header.frame_id!r} is not map_frame '
                          f'{map_frame!r} (no TF lookup is done)')
     x, y = pose.position.x, pose.position.y
     if not (math.isfinite(x) and math.isfinite(y)):
-        raise ValueError(f'{topic}: pose.position must be finite, got ({x}, {y})')
+        raise ValueError(f'{topic}: {field}.position must be finite, got ({x}, {y})')
+    q = pose.orientation
+    quaternion = (q.x, q.y, q.z, q.w)
+    if not all(math.isfinite(c) for c in quaternion):
+        raise ValueError(f'{topic}: {field}.orientation must be finite, got {quaternion}')
+    if math.hypot(*quaternion) == 0.0:
+        raise ValueError(f'{topic}: {field}.orientation must be a quaternion of nonzero norm, '
+                         f'got {quaternion}')
     return x, y
 
 
 def pose_from_odometry(msg, map_frame: str) -> tuple[float, float]:
     """Return (x, y) [m] of a nav_msgs/Odometry given in `map_frame`."""
-    return _xy_in_frame(msg.header, msg.pose.pose, map_frame, 'odom')
+    return _xy_in_frame(msg.header, msg.pose.pose, map_frame, 'odom', 'pose.pose')
 
 
 def pose_from_pose_stamped(msg, map_frame: str) -> tuple[float, float]:
     """Return (x, y) [m] of a geometry_msgs/PoseStamped given in `map_frame`."""
-    return _xy_in_frame(msg.header, msg.pose, map_frame, 'pose')
+    return _xy_in_frame(msg.header, msg.pose, map_frame, 'pose', 'pose')
 
 
 # The pose topics the node can take (`pose_source`), with their conversions.

@@ -148,16 +148,22 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
     """Return `board_batch_from_msg(board_update(data), now, frozen=True)`; ValueError likewise.
 
     One pass for a little-endian update whose strings end in their one NUL, whose values
-    parse whole (no surrounding whitespace) and shallow, and whose entries and removed keys
-    all pass their checks; any other update is read the reference way, so its batch and
-    its errors (UnknownEncoding too) are exactly that path's.
+    parse whole (no surrounding whitespace) and shallow, whose stamps are not negative, and
+    whose entries and removed keys all pass their checks; any other update is read the
+    reference way, so its batch and its errors (UnknownEncoding too) are exactly that path's.
     """
     try:
         fields = _read(data)
         if fields is None:
             raise _Irregular
         sec, nanosec, read, removed = fields
-        received = sec + nanosec * 1e-9 if sec or nanosec else now
+        # A negative stamp goes the reference way, which rejects it (inputs.stamp_or).
+        if sec or nanosec:
+            received = sec + nanosec * 1e-9
+            if received < 0.0:
+                raise _Irregular
+        else:
+            received = now
         entries = []
         for key, text, tags, importance, sec, nanosec, ttl_sec, ttl_nanosec in read:
             ttl = ttl_sec + ttl_nanosec * 1e-9
@@ -172,7 +178,12 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
                 raise _Irregular
             if '[' in text:
                 value = deep_freeze(value)
-            stamp = sec + nanosec * 1e-9 if sec or nanosec else received
+            if sec or nanosec:
+                stamp = sec + nanosec * 1e-9
+                if stamp < 0.0:
+                    raise _Irregular
+            else:
+                stamp = received
             entries.append(BoardEntry(key, value, stamp, importance, ttl, tuple(tags)))
         if not all(removed):
             raise _Irregular
