@@ -7,9 +7,11 @@ DecisionStatus stamped with the (tick, frame digest) it used.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rclpy.node import Node
+from rclpy.utilities import remove_ros_args
 
 from working_memory.client import WorkingMemoryClient
 from working_memory.core.items import BoardEntry, Event, EventKind
@@ -19,6 +21,8 @@ from working_memory.msg import BoardUpdate, DecisionStatus, LogEvent
 from working_memory.ros import qos
 from working_memory.ros.conversions import board_update_msg, declare_parameters, log_event_msg
 from working_memory.ros.params import ParamSpec, ParamType
+from working_memory.ros.spin import run_node
+from working_memory.ros.usage import parse_node_options
 
 COMMON_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('cabin', ParamType.STRING, '',
@@ -94,3 +98,19 @@ class DecisionNode(Node):
         if now == 0.0:
             return
         self.decide(view, now)
+
+
+def run_decision_node(node_class: type[DecisionNode], name: str, description: str,
+                      args: list[str] | None) -> int:
+    """Run the `<name>_node` executable: its usage on `-h/--help`, else `node_class` (run_node).
+
+    Args:
+        node_class: the node to spin.
+        name: its default node name; the executable is `<name>_node`.
+        description: the paragraph `--help` prints on what the node does.
+        args: the whole command line as rclpy.init takes it (None: sys.argv).
+    """
+    parse_node_options(f'{name}_node', description, name,
+                       [spec.name for spec in COMMON_PARAMS + node_class.PARAMS],
+                       remove_ros_args(sys.argv if args is None else args))
+    return run_node(node_class, args)

@@ -9,11 +9,10 @@ from geometry_msgs.msg import Twist
 from working_memory.core.items import EventKind
 from working_memory.core.pack_view import PackView
 from working_memory.decision.conversions import twist_msg
-from working_memory.decision.decision_node import DecisionNode
+from working_memory.decision.decision_node import DecisionNode, run_decision_node
 from working_memory.decision.executor import Action, Executor, ExecutorConfig
 from working_memory.ros import qos
 from working_memory.ros.params import ParamSpec, ParamType
-from working_memory.ros.spin import run_node
 
 ACTION_KEY = 'action:current'
 
@@ -97,6 +96,15 @@ class ExecutorNode(DecisionNode):
             self._moving = False
 
 
+USAGE = (
+    'Reference executor of the delivery demo. Each tick it reads the executor pack of the working '
+    "memory's frame (<working_memory_namespace>/frame), follows the pack's route on cmd_vel (pure "
+    'pursuit), stops at a closed door and asks for it to open (adaptive retry policy, or '
+    'conservative when the pack shows dropped failures). A changed action goes to board (key '
+    'action:current) and to log (ACTION); the robot stops when no pack came for pack_timeout_s. '
+    'Each decision goes to ~/status with the (tick, frame digest) it was made on.')
+
+
 def main(args: list[str] | None = None) -> int:
-    """Run the executor node."""
-    return run_node(ExecutorNode, args)
+    """Run the executor node; `-h/--help` prints its usage."""
+    return run_decision_node(ExecutorNode, 'executor', USAGE, args)

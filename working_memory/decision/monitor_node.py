@@ -7,12 +7,11 @@ from typing import Any
 from working_memory.core.items import EventKind
 from working_memory.core.pack_view import PackView
 from working_memory.decision.conversions import decision_status_from_msg
-from working_memory.decision.decision_node import DecisionNode
+from working_memory.decision.decision_node import DecisionNode, run_decision_node
 from working_memory.decision.monitor import TearingAlarm, TearingMonitor
 from working_memory.msg import DecisionStatus
 from working_memory.ros import qos
 from working_memory.ros.params import ParamSpec, ParamType
-from working_memory.ros.spin import run_node
 
 TEARING_KEY = 'tearing'
 
@@ -78,6 +77,13 @@ class MonitorNode(DecisionNode):
         return alarm
 
 
+USAGE = (
+    'Reference monitor of the delivery demo: compares the (tick, frame digest) that each cabin '
+    "reports on its DecisionStatus topic (status_topics) with its own pack's, read from "
+    '<working_memory_namespace>/frame, and logs an ALARM on log (key tearing) when one tick has '
+    'two digests (tearing). Its own decisions go to ~/status.')
+
+
 def main(args: list[str] | None = None) -> int:
-    """Run the monitor node."""
-    return run_node(MonitorNode, args)
+    """Run the monitor node; `-h/--help` prints its usage."""
+    return run_decision_node(MonitorNode, 'monitor', USAGE, args)

@@ -6,11 +6,10 @@ from typing import Any
 
 from working_memory.core.items import EventKind
 from working_memory.core.pack_view import PackView
-from working_memory.decision.decision_node import DecisionNode
+from working_memory.decision.decision_node import DecisionNode, run_decision_node
 from working_memory.decision.planner import (ConstraintAlarm, NoRoute, Planner, PlannerConfig,
                                              Route, check_constraints)
 from working_memory.ros.params import ParamSpec, ParamType
-from working_memory.ros.spin import run_node
 
 ROUTE_KEY = 'route'
 ALARM_KEY = 'constraint_validation'
@@ -130,6 +129,15 @@ class PlannerNode(DecisionNode):
         self.publish_status(view, 'alarm', detail, now)
 
 
+USAGE = (
+    'Reference planner of the delivery demo. Each tick it reads the planner pack of the working '
+    "memory's frame (<working_memory_namespace>/frame), plans a grid route from the robot's pose "
+    'to the goal that keeps robot_radius_m off every obstacle and safety zone in the pack, and '
+    'publishes it on board (key route) when it changed. Without a safety constraint in its pack '
+    'it holds and logs an ALARM on log (key constraint_validation). Each decision goes to '
+    '~/status with the (tick, frame digest) it was made on.')
+
+
 def main(args: list[str] | None = None) -> int:
-    """Run the planner node."""
-    return run_node(PlannerNode, args)
+    """Run the planner node; `-h/--help` prints its usage."""
+    return run_decision_node(PlannerNode, 'planner', USAGE, args)

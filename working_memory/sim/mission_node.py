@@ -7,9 +7,12 @@ pose from odometry. Defaults are the delivery world's (working_memory.sim.world)
 
 from __future__ import annotations
 
+import sys
+
 from nav_msgs.msg import Odometry
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
+from rclpy.utilities import remove_ros_args
 
 from working_memory.msg import BoardUpdate, LogEvent
 from working_memory.ros.conversions import (board_update_msg, declare_double_array,
@@ -17,6 +20,7 @@ from working_memory.ros.conversions import (board_update_msg, declare_double_arr
 from working_memory.ros.params import ParamSpec, ParamType, check_value
 from working_memory.ros.qos import event_log_qos, pose_qos, stream_qos
 from working_memory.ros.spin import run_node
+from working_memory.ros.usage import parse_node_options
 from working_memory.sim.conversions import planar_pose_from_odometry
 from working_memory.sim.mission import DOOR_STATES, Mission, polygon_from_flat, pose_entry
 from working_memory.sim.world import WorldConfig, delivery_mission
@@ -131,6 +135,17 @@ class MissionNode(Node):
         self._board_pub.publish(board_update_msg([pose_entry(x, y, yaw, now)], now))
 
 
+USAGE = (
+    'The mission for a robot that is not the delivery simulator (Gazebo, hardware): publishes '
+    'the goal (goal:deliver), the high-voltage zone (safety:zone/high_voltage) and the door '
+    '(door:main) on board, logs the opening GOAL and CONSTRAINT events on log once log_listeners '
+    "subscribers listen, and republishes /odom as the board's pose. The defaults are the "
+    "delivery world's.")
+
+
 def main(args: list[str] | None = None) -> int:
-    """Run the mission node until shutdown."""
+    """Run the mission node until shutdown; `-h/--help` prints its usage."""
+    parse_node_options('mission_node', USAGE, 'mission',
+                       [spec.name for spec in MISSION_PARAMS] + [ZONE_PARAM],
+                       remove_ros_args(sys.argv if args is None else args))
     return run_node(MissionNode, args)

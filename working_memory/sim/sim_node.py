@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
@@ -10,6 +11,7 @@ from rclpy.clock import Clock as TimerClock
 from rclpy.clock import ClockType
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
+from rclpy.utilities import remove_ros_args
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
@@ -20,6 +22,7 @@ from working_memory.ros.conversions import (board_update_msg, declare_parameters
                                             grid_msg_from_window, log_event_msg)
 from working_memory.ros.qos import command_qos, event_log_qos, latched_qos, map_qos, stream_qos
 from working_memory.ros.spin import run_node
+from working_memory.ros.usage import parse_node_options
 from working_memory.sim.cadence import Cadence, ChangedEntries
 from working_memory.sim.conversions import clock_msg, json_string_msg, odometry_msg, twist_from_msg
 from working_memory.sim.sim_params import SIM_PARAMS, sim_config_from_values
@@ -185,6 +188,17 @@ def _strategy_of(action: Event) -> str:
     return str(detail.get('strategy', '')) if isinstance(detail, dict) else ''
 
 
+USAGE = (
+    'The delivery world, the stand-in for Gazebo + ros_gz_bridge: steps the seeded world on a '
+    'wall-clock timer (sim_dt, real_time_factor) and publishes /clock, /odom, the latched /map, '
+    'the mission and the robot (goal, safety zone, door, pose, battery, sensors) on board and '
+    'its events on log. It drives the robot by /cmd_vel, opens the door for open_door ACTION '
+    'events on log, and reports the outcome (delivered, zone violations, collisions) as JSON on '
+    '~/status.')
+
+
 def main(args: list[str] | None = None) -> int:
-    """Run the simulator node until shutdown."""
+    """Run the simulator node until shutdown; `-h/--help` prints its usage."""
+    parse_node_options('sim_world_node', USAGE, 'sim_world', [spec.name for spec in SIM_PARAMS],
+                       remove_ros_args(sys.argv if args is None else args))
     return run_node(SimWorldNode, args)

@@ -22,10 +22,12 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile,
                        ReliabilityPolicy)
+from rclpy.utilities import remove_ros_args
 from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, QosReliability,
                                 QosTime)
 
 from working_memory.ros.spin import run_node
+from working_memory.ros.usage import parse_node_options
 from working_memory.tools.bag import BagError, BagWriter, STORAGES, adapted_qos
 
 # Reader-side history: a recorder busy writing must not drop messages that already arrived.
@@ -214,8 +216,17 @@ def _gid(info) -> str:
     return bytes(info.endpoint_gid).hex()
 
 
+USAGE = (
+    'Record topics to a rosbag2 bag (MCAP or SQLite3), as ros2 bag record would: each of topics '
+    'is subscribed once it is in the graph, its type found there and its QoS adapted to its '
+    "publishers, and its messages go to the bag at bag_path ('': wm_<date>-<time> in the current "
+    'directory) until SIGINT or SIGTERM closes it.')
+
+
 def main(args: list[str] | None = None) -> int:
-    """Run the recorder until SIGINT/SIGTERM; the bag is closed cleanly either way."""
+    """Run the recorder until SIGINT/SIGTERM (the bag is closed cleanly); `-h` prints its usage."""
+    parse_node_options('recorder_node', USAGE, 'recorder_node', [name for name, _, _ in PARAMS],
+                       remove_ros_args(sys.argv if args is None else args))
     return run_node(RecorderNode, args,
                     construction_errors=(BagError, ValueError, ParameterException))
 
