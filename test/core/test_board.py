@@ -169,6 +169,16 @@ def test_keys_new_to_a_mirror_come_in_board_order_a_key_set_again_last():
     assert board.index(matcher) == ('a:2', 'a:3', 'a:1')
 
 
+def test_a_key_set_again_keeps_its_place_in_its_update_among_keys_new_with_it():
+    board = BoardSnapshot()
+    board.apply([BoardEntry('a:1', 1, 0.0)])
+    matcher = _Prefix('a:')
+    board.changes(matcher)
+    board.apply([], ['a:1'])
+    board.apply([BoardEntry('a:1', 2, 1.0), BoardEntry('a:2', 3, 1.0), BoardEntry('a:2', 4, 1.0)])
+    assert list(board.changes(matcher).entries) == ['a:1', 'a:2'] == list(board.index(matcher))
+
+
 def test_a_watched_keys_value_arrives_with_its_json_text_made_and_others_without():
     board = BoardSnapshot()
     board.changes(_Prefix('a:'))   # a consumer mirrors the a: keys

@@ -64,6 +64,23 @@ def test_the_launch_activates_once_and_a_later_configure_stays_inactive(probe):
     probe.wait_for_state(NODE, 'active')
 
 
+def test_the_activation_handler_is_registered_for_one_transition():
+    # What the test above can only watch for a second: the handler is handle_once.
+    import importlib.util
+    import pathlib
+
+    from launch.actions import RegisterEventHandler
+    from launch_ros.event_handlers import OnStateTransition
+    path = pathlib.Path(__file__).parents[2] / 'launch' / 'working_memory.launch.py'
+    spec = importlib.util.spec_from_file_location('working_memory_launch', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    handlers = [entity.event_handler for entity in module.generate_launch_description().entities
+                if isinstance(entity, RegisterEventHandler)
+                and isinstance(entity.event_handler, OnStateTransition)]
+    assert len(handlers) == 1 and handlers[0].handle_once
+
+
 @pytest.mark.launch(fixture=launch_description, shutdown=True)
 def test_the_node_exits_cleanly_at_shutdown(processes):
     assert processes.exits and all(code == 0 for _, code in processes.exits), processes.exits

@@ -130,11 +130,18 @@ def test_lifecycle_status_tells_each_state_and_a_failed_configure(state, failure
 
 def test_an_active_node_without_ticks_says_since_when_and_why():
     assert stall(1.9, 0.1, 1.0) is None                    # two idle periods not yet over
-    assert stall(2.5, 0.1, 1.0) == ('no tick for 2.5 s: the node clock or the executor is '
-                                    'stuck')
-    assert stall(2.5, 0.1, 1.0, sim_time=True).endswith('(is /clock published?)')
-    assert stall(2.5, None, 1.0, 'decide') == 'no tick for 2.5 s: no message on decide'
+    assert stall(2.5, 0.1, 1.0) == ('no tick for 2.5 s: the tick timer did not run (a '
+                                    'callback holding the executor?)')
     assert stall(5.0, 3.0, 1.0) is None                    # slow ticks: two periods first
+    # Sim time: not moving is a missing /clock; slow is no stall; moving on without ticks
+    # is a held executor.
+    assert stall(2.5, 0.1, 1.0, ros_advance_s=0.0).endswith('(is /clock published?)')
+    assert stall(2.5, 1.0, 1.0, ros_advance_s=1.5) is None
+    assert 'did not run' in stall(2.5, 1.0, 1.0, ros_advance_s=2.5)
+    # A trigger topic: at once without any trigger, after five intervals with them.
+    assert stall(2.5, None, 1.0, 'decide') == 'no tick for 2.5 s: no message on decide'
+    assert stall(2.5, None, 1.0, 'decide', trigger_interval_s=1.0) is None
+    assert stall(5.5, None, 1.0, 'decide', trigger_interval_s=1.0).endswith('on decide')
     status = lifecycle_status('active', None, 'no tick for 2.5 s: no message on decide')
     assert (status.level, status.message) == (Level.WARN,
                                               'active: no tick for 2.5 s: no message on decide')

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from working_memory.ros.tick_grid import MIN_INTAKE_DELAY_NS, TickGrid, intake_delay_ns
+from working_memory.ros.tick_grid import (MIN_INTAKE_DELAY_NS, TickGrid, intake_delay_ns,
+                                          intake_schedule)
 
 PERIOD = 10_000_000   # [ns] 100 Hz
 
@@ -119,3 +120,15 @@ def test_the_intake_never_waits_longer_than_its_pace_nor_past_a_lead_point(
         while point < MIN_INTAKE_DELAY_NS:
             point += period
         assert delay <= point
+
+
+def test_the_intake_timer_is_reset_only_when_its_next_call_is_off_its_aim():
+    # No lead (or no tick timer): the pace, from the call after next.
+    assert intake_schedule(50 * MS, 30 * MS, 0, 100 * MS, 10 * MS, 5 * MS) == (50 * MS, False)
+    assert intake_schedule(50 * MS, None, 2 * MS, 0, 10 * MS, 5 * MS) == (50 * MS, False)
+    # The timer would call in 50 ms, the lead point is in 28: reset to it.
+    assert intake_schedule(50 * MS, 30 * MS, 2 * MS, 100 * MS, 50 * MS, 50 * MS) == \
+        (28 * MS, True)
+    # Already calling at the aim (the round took a little): left alone.
+    assert intake_schedule(50 * MS, 30 * MS, 2 * MS, 100 * MS, 28 * MS + MS // 2, 50 * MS) == \
+        (50 * MS, False)

@@ -67,7 +67,7 @@ def event_item_parts(key: str) -> tuple[str, str, int] | None:
     if kind is None:
         return None
     event_key, sep, seq = key[len(EVENT_ITEM_PREFIX) + len(kind) + 1:].rpartition('#')
-    if not sep or not seq.isdigit():
+    if not sep or not (seq.isascii() and seq.isdigit()):
         return None
     return kind, event_key, int(seq)
 
@@ -261,8 +261,10 @@ class Assembler:
         since, and assembles the frame it would have made without this call (the
         frame is still of the board at its tick; test_assembly_prepare.py holds it to
         that). Nothing a frame shows is decided here: time-dependent judgements made
-        at `now` [s] (staleness, goal tags) are checked again at the tick's time.
-        Keys the board removed leave the working set now, as they would at the tick.
+        at `now` [s] (staleness, goal tags) are checked again at the tick's time, and
+        `now` is placed on the working set's timeline without being observed (a tick's
+        time is observed by the tick). Keys the board removed leave the working set at
+        the tick, unless it holds them again by then. Events are windowed at the tick.
         """
         if not is_finite_number(now):
             raise ValueError(f'now: must be a finite time in seconds, got {now!r}')
@@ -271,7 +273,7 @@ class Assembler:
             if not changes.full and not changes.entries and not changes.moved:
                 return
             view = self._sync(board, changes)
-            effective = self._ws.timebase.observe(now)
+            effective = self._ws.timebase.place(now)
             # What the board removed leaves the working set at the tick, if still removed
             # then: a key removed and set again before the tick stays, as without this call.
             self._removed_full |= changes.full

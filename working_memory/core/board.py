@@ -156,10 +156,11 @@ class BoardSnapshot:
                 if entry.key in keys:
                     dirty.setdefault(entry.key, False)
                     prepare_text(entry.value)
-            # A key set again after its removal comes last in board order: so it does among
-            # the changes (their order places the keys new to a consumer's mirror).
-            for key in new:
-                if dirty.get(key):
+            # Keys new to the board (a key set again after its removal too) come last in board
+            # order, in the update's order: so they do among the changes, whose order places
+            # the keys new to a consumer's mirror.
+            for key in dict.fromkeys(new):
+                if key in dirty:
                     dirty[key] = dirty.pop(key)
         return removed
 

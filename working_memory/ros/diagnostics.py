@@ -48,21 +48,31 @@ def idle_period_s(diagnostics_period_s: float) -> float:
 
 
 def stall(silence_s: float, tick_period_s: float | None, idle_period: float,
-          trigger_topic: str = '', sim_time: bool = False) -> str | None:
+          trigger_topic: str = '', trigger_interval_s: float | None = None,
+          ros_advance_s: float | None = None) -> str | None:
     """Say why an active node has not ticked for `silence_s` [s] (steady clock), or None.
 
-    A node ticking on its timer (`tick_period_s`) is stalled after two periods and at
-    least one idle diagnostics period without a tick; one on a trigger topic after
-    two idle periods.
+    Never before two idle diagnostics periods. On a trigger topic (`tick_period_s`
+    None): at once if no trigger came since activation, else after five of the last
+    intervals between two (`trigger_interval_s`), so a slow trigger is no stall. On
+    the timer under sim time (`ros_advance_s`: how far ROS time moved since the last
+    tick): sim time that did not move a period is a missing /clock, one that moved two
+    periods without a tick is a held executor, and slow sim time in between is none.
+    On the timer and the system clock: after two periods.
     """
-    limit = 2.0 * max(idle_period, tick_period_s or idle_period)
-    if silence_s < limit:
+    if silence_s < 2.0 * idle_period:
         return None
-    if trigger_topic:
-        return f'no tick for {silence_s:.1f} s: no message on {trigger_topic}'
-    if sim_time:
-        return f'no tick for {silence_s:.1f} s: sim time does not advance (is /clock published?)'
-    return f'no tick for {silence_s:.1f} s: the node clock or the executor is stuck'
+    gone = f'no tick for {silence_s:.1f} s'
+    if tick_period_s is None:
+        if trigger_interval_s is not None and silence_s < 5.0 * trigger_interval_s:
+            return None
+        return f'{gone}: no message on {trigger_topic}'
+    held = f'{gone}: the tick timer did not run (a callback holding the executor?)'
+    if ros_advance_s is not None:
+        if ros_advance_s < tick_period_s:
+            return f'{gone}: sim time does not advance (is /clock published?)'
+        return held if ros_advance_s >= 2.0 * tick_period_s else None
+    return held if silence_s >= 2.0 * tick_period_s else None
 
 
 def lifecycle_status(state: str, failure: str | None = None, stalled: str | None = None) -> Status:

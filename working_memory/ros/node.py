@@ -53,7 +53,7 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        check_parameter, check_refused, config_from_values,
                                        drop_cabin, drop_param_spec)
 from working_memory.ros.spin import Intake, run_node, seconds_reader
-from working_memory.ros.tick_grid import MIN_INTAKE_DELAY_NS, TickGrid, intake_delay_ns
+from working_memory.ros.tick_grid import TickGrid, intake_schedule
 from working_memory.ros.views import Views
 from working_memory.ros.window_topics import WindowTopics
 from working_memory.srv import Assemble, Explain
@@ -153,6 +153,8 @@ class WorkingMemoryNode(LifecycleNode):
         self._finalized = False
         self._idle_timer: Timer | None = None
         self._last_tick_s = 0.0   # [s] steady clock: when the node last ticked or activated
+        self._last_tick_ros = 0.0   # [s] node clock: the same moment
+        self._trigger_interval_s: float | None = None   # [s] steady: between the last two
         self._failed_on_refused = False   # the last configure failed on refused overrides
         # Overrides the table refused at declaration, by name: configure fails with them.
         self._refused: dict[str, str] = {}
@@ -216,7 +218,9 @@ class WorkingMemoryNode(LifecycleNode):
         """Start ticking (the timer, or accept trigger messages) and enable the publishers."""
         self._start_ticking()
         self._active = True
-        self._last_tick_s = time.monotonic()   # a stall counts from here
+        # A stall counts from here; no trigger interval is known yet.
+        self._last_tick_s, self._last_tick_ros = time.monotonic(), self._now()
+        self._trigger_interval_s = None
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -495,6 +499,7 @@ class WorkingMemoryNode(LifecycleNode):
     def _on_trigger(self, msg: Empty) -> None:
         self._received(self._memory.config.trigger_topic)
         if self._active:
+            self._trigger_interval_s = time.monotonic() - self._last_tick_s
             self._on_tick()
 
     def _on_tick_timer(self) -> None:
@@ -514,7 +519,7 @@ class WorkingMemoryNode(LifecycleNode):
     def _on_tick(self) -> None:
         """Assemble and freeze one frame, then publish it, its evictions and diagnostics."""
         started = time.perf_counter()
-        self._last_tick_s = time.monotonic()
+        self._last_tick_s, self._last_tick_ros = time.monotonic(), self._now()
         # What arrived before the tick's time is in its frame.
         self._take_inputs(TICK_INTAKE_BUDGET_S)
         memory = self._memory
@@ -582,10 +587,12 @@ class WorkingMemoryNode(LifecycleNode):
             self._publish_lifecycle()
             return
         config = self._memory.config
+        ros_advance = (self._now() - self._last_tick_ros
+                       if self.get_clock().ros_time_is_active else None)
         why = stall(time.monotonic() - self._last_tick_s,
                     None if config.trigger_topic else config.tick_period_s,
                     idle_period_s(config.diagnostics_period_s), config.trigger_topic,
-                    self.get_clock().ros_time_is_active)
+                    self._trigger_interval_s, ros_advance)
         if why is not None:
             self._publish_statuses([lifecycle_status('active', self._failure, why)], self._now())
 
@@ -667,18 +674,18 @@ class WorkingMemoryNode(LifecycleNode):
             memory.assembler.prepare(self._now(), memory.board)
         if self._gc_paced:
             PACING.between_ticks()
-        period_ns = round(self._intake.pace() * 1e9)
-        timer = self._intake_timer
-        if lead_ns and self._timer is not None and not self.get_clock().ros_time_is_active:
-            # The last round before a tick comes its lead before it (on the steady clock,
-            # which runs with the system clock; sim time keeps the pace).
-            delay_ns = intake_delay_ns(period_ns, self._timer.time_until_next_call(),
-                                       lead_ns, self._timer.timer_period_ns)
-            if abs(timer.time_until_next_call() - delay_ns) > MIN_INTAKE_DELAY_NS:
-                timer.timer_period_ns = delay_ns
-                timer.reset()
-        elif timer.timer_period_ns != period_ns:
+        # The last round before a tick comes its lead before it, on the steady clock (which
+        # runs with the system clock; under sim time the intake keeps its pace).
+        timer, ticker = self._intake_timer, self._timer
+        aimed = ticker is not None and not self.get_clock().ros_time_is_active
+        period_ns, reset = intake_schedule(
+            round(self._intake.pace() * 1e9), ticker.time_until_next_call() if aimed else None,
+            lead_ns, ticker.timer_period_ns if aimed else 0, timer.time_until_next_call(),
+            timer.timer_period_ns)
+        if timer.timer_period_ns != period_ns:
             timer.timer_period_ns = period_ns
+        if reset:
+            timer.reset()
 
     def _on_map(self, msg: OccupancyGrid) -> None:
         self._tick_if_due()

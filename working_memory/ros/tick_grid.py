@@ -75,3 +75,24 @@ def intake_delay_ns(pace_ns: int, until_tick_ns: int | None, lead_ns: int,
     if to_lead < MIN_INTAKE_DELAY_NS:
         to_lead += period_ns
     return max(MIN_INTAKE_DELAY_NS, min(pace_ns, to_lead))
+
+
+# [ns] the intake timer's next call may be this far from its aim before it is reset to it.
+INTAKE_RESET_TOLERANCE_NS = 1_000_000
+
+
+def intake_schedule(pace_ns: int, until_tick_ns: int | None, lead_ns: int, period_ns: int,
+                    until_intake_ns: int, intake_period_ns: int) -> tuple[int, bool]:
+    """Return (the intake timer's period [ns], whether to reset it now) after a round.
+
+    The next round is due `intake_delay_ns(...)` from now; the timer calls next in
+    `until_intake_ns`. Off its aim by more than INTAKE_RESET_TOLERANCE_NS the timer is
+    reset (its next call a period from now); on it, it is left as it is. Without a
+    lead or a tick timer the period is the pace (from the call after next, as set).
+    """
+    if lead_ns <= 0 or until_tick_ns is None:
+        return pace_ns, False
+    delay_ns = intake_delay_ns(pace_ns, until_tick_ns, lead_ns, period_ns)
+    if abs(until_intake_ns - delay_ns) > INTAKE_RESET_TOLERANCE_NS:
+        return delay_ns, True
+    return intake_period_ns, False
