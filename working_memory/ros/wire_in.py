@@ -157,13 +157,11 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
         if fields is None:
             raise _Irregular
         sec, nanosec, read, removed = fields
-        # A negative stamp goes the reference way, which rejects it (inputs.stamp_or).
-        if sec or nanosec:
-            received = sec + nanosec * 1e-9
-            if received < 0.0:
-                raise _Irregular
-        else:
-            received = now
+        # A negative stamp (sec < 0: nanosec is unsigned) goes the reference way, which
+        # rejects it (inputs.stamp_or).
+        if sec < 0:
+            raise _Irregular
+        received = sec + nanosec * 1e-9 if sec or nanosec else now
         entries = []
         for key, text, tags, importance, sec, nanosec, ttl_sec, ttl_nanosec in read:
             ttl = ttl_sec + ttl_nanosec * 1e-9
@@ -178,12 +176,9 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
                 raise _Irregular
             if '[' in text:
                 value = deep_freeze(value)
-            if sec or nanosec:
-                stamp = sec + nanosec * 1e-9
-                if stamp < 0.0:
-                    raise _Irregular
-            else:
-                stamp = received
+            if sec < 0:
+                raise _Irregular
+            stamp = sec + nanosec * 1e-9 if sec or nanosec else received
             entries.append(BoardEntry(key, value, stamp, importance, ttl, tuple(tags)))
         if not all(removed):
             raise _Irregular
