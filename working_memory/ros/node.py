@@ -181,9 +181,8 @@ class WorkingMemoryNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Validate parameters and overrides, load manifests, build the core and the entities."""
         try:
-            self._failed_on_refused = bool(self._refused)
+            self._failed_on_refused = bool(self._refused)   # check_refused raises then
             check_refused(self._refused)
-            self._failed_on_refused = False
             config = config_from_values(conv.parameter_values(self, PARAMS))
             manifests = self._load_manifests(config)
             # After _load_manifests: it declares the drops of the manifests_file cabins.
@@ -519,11 +518,11 @@ class WorkingMemoryNode(LifecycleNode):
     def _on_tick(self) -> None:
         """Assemble and freeze one frame, then publish it, its evictions and diagnostics."""
         started = time.perf_counter()
-        self._last_tick_s, self._last_tick_ros = time.monotonic(), self._now()
         # What arrived before the tick's time is in its frame.
         self._take_inputs(TICK_INTAKE_BUDGET_S)
         memory = self._memory
         now = self._now()
+        self._last_tick_s, self._last_tick_ros = time.monotonic(), now
         effective = memory.timebase.observe(now)
         memory.tick += 1
         frame = memory.assembler.assemble(memory.tick, now, memory.board, memory.log,
