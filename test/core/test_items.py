@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from working_memory.core.checks import is_finite_number, is_unit_interval
-from working_memory.core.items import BoardEntry, Event, EventKind, json_size
+from working_memory.core.items import (BoardEntry, Event, EventKind, MAX_NAME_LENGTH, json_size,
+                                       name_problem, usable_name)
 
 
 def test_json_size_is_the_compact_utf8_byte_length():
@@ -44,6 +45,56 @@ def test_board_entry_rejects_empty_key_and_negative_ttl():
         BoardEntry('pose', 1, stamp=0.0, ttl=-1.0)
     with pytest.raises(ValueError, match='ttl must be >= 0 s'):
         BoardEntry('pose', 1, stamp=0.0, ttl='1')
+
+
+@pytest.mark.parametrize('key, message', [
+    ('a\nb', r"board entry: key 'a\\nb' holds the unprintable character '\\n'"),
+    ('tab\there', r"unprintable character '\\t'"),
+    ('nul\x00', r"unprintable character '\\x00'"),
+    ('nbsp\u00a0', r"unprintable character '\\xa0'"),
+    (' battery', "key ' battery' starts or ends with a space"),
+    ('battery ', 'starts or ends with a space'),
+    ('k' * (MAX_NAME_LENGTH + 1), r"key 'k{60}'\.\.\. \(257 characters\) is 257 characters long, "
+                                  r'more than 256$'),
+    ('event:FAILURE:door#1', "key 'event:FAILURE:door#1' must not start with 'event:'"),
+    (7, 'key must be a string, got 7'),
+])
+def test_board_entry_rejects_a_key_that_is_no_usable_name_naming_why(key, message):
+    with pytest.raises(ValueError, match=message):
+        BoardEntry(key, 1, stamp=0.0)
+
+
+@pytest.mark.parametrize('key', ['k' * MAX_NAME_LENGTH, 'a b', 'safety:zone/high_voltage',
+                                 '任务目标', 'x:event:y'])
+def test_board_entry_takes_keys_with_inner_spaces_any_script_and_the_longest_length(key):
+    assert BoardEntry(key, 1, stamp=0.0).key == key
+
+
+@pytest.mark.parametrize('tags, message', [
+    (('delivery', ''), r"board entry 'pose': tags\[1\] must not be empty"),
+    (('del\nivery',), r"tags\[0\] 'del\\nivery' holds the unprintable character"),
+    ((' delivery',), r"tags\[0\] ' delivery' starts or ends with a space"),
+    (('t' * 300,), 'is 300 characters long'),
+])
+def test_board_entry_and_event_reject_unusable_tags_naming_the_index(tags, message):
+    with pytest.raises(ValueError, match=message):
+        BoardEntry('pose', 1, stamp=0.0, tags=tags)
+    with pytest.raises(ValueError, match=message.replace('board entry', 'event')):
+        Event(stamp=0.0, kind=EventKind.ACTION, key='pose', tags=tags)
+
+
+def test_an_event_may_have_an_empty_key_but_not_an_unusable_one():
+    assert Event(stamp=0.0, kind=EventKind.ALARM).key == ''
+    assert Event(stamp=0.0, kind=EventKind.FAILURE, key='event:x').key == 'event:x'
+    with pytest.raises(ValueError, match=r"event: key 'open\\ndoor' holds the unprintable"):
+        Event(stamp=0.0, kind=EventKind.ACTION, key='open\ndoor')
+    with pytest.raises(ValueError, match='starts or ends with a space'):
+        Event(stamp=0.0, kind=EventKind.ACTION, key='open_door ')
+
+
+@given(st.text(max_size=300) | st.sampled_from(['', ' ', 'k' * 256, 'k' * 257]))
+def test_the_quick_name_check_agrees_with_the_explained_one(name):
+    assert usable_name(name) == (name_problem(name, 'key') is None)
 
 
 def test_board_entry_goes_stale_after_its_ttl_and_reports_for_how_long():

@@ -1,4 +1,4 @@
-"""Negative stamps and non-rotation orientations are rejected, counted and named, over real DDS."""
+"""Unusable keys, negative stamps, non-rotations: rejected, counted and named over real DDS."""
 
 import math
 
@@ -63,6 +63,38 @@ def test_a_negative_board_stamp_rejects_its_entry_or_with_the_header_its_update(
     assert any(i.key == 'reading:ok' for i in frame.packs[0].items)
     assert not any(i.key in ('reading:past', 'reading:unsent')
                    for p in frame.packs for i in p.items)
+
+
+def test_unusable_board_keys_and_a_key_set_twice_are_rejected_and_counted_the_rest_applies(
+        start_memory):
+    node, probe = start_memory()
+    probe.wait_matched(probe.board)
+    probe.wait_matched(probe.log)
+    entries = [BoardEntryMsg(key='reading:a\nb', value='1'),
+               BoardEntryMsg(key='reading:' + 'k' * 300, value='2'),
+               BoardEntryMsg(key='event:FAILURE:door#1', value='3'),
+               BoardEntryMsg(key='reading:tagged', value='4', tags=['']),
+               BoardEntryMsg(key='reading:twice', value='5'),
+               BoardEntryMsg(key='reading:ok', value='6'),
+               BoardEntryMsg(key='reading:twice', value='7')]
+    for entry in entries:
+        entry.importance = 0.5
+    update = BoardUpdate(entries=entries)
+    update.header.stamp = time_from_seconds(now_s(node))
+    probe.board.publish(update)
+    probe.log.publish(event('door\tjammed', 0))
+    status = probe.status('inputs', lambda s: probe.values(s)['board.rejected'] == '5'
+                          and probe.values(s)['log.rejected'] == '1')
+    assert probe.values(status)['board.last_rejection'] == (
+        "entries[4] board entry 'reading:twice': key set again by entries[6] of the same update, "
+        'which applies')
+    assert probe.values(status)['log.last_rejection'] == (
+        "event: key 'door\\tjammed' holds the unprintable character '\\t'")
+    frame = probe.wait_frame(lambda f: any(i.key == 'reading:ok' for i in pack(f, 'planner').items))
+    items = {i.key: i.value for p in frame.packs for i in p.items}
+    assert items['reading:ok'] == '6' and items['reading:twice'] == '7'
+    assert not [key for key in items if key.startswith(('reading:a', 'reading:k', 'event:',
+                                                        'reading:tagged'))]
 
 
 def odometry(q):

@@ -152,13 +152,19 @@ JSON_TEXT = st.one_of(
     TEXT)
 
 
+# Good keys (repeated across entries: a key set twice in one update) and unusable ones.
+KEYS = ['', 'pose', 'sensor:1', 'goal:a', 'event:ALARM:x#1', ' pad', 'a\tb', 'k' * 257]
+TAGS = ['delivery', '', 'pad ', 'charging']
+
+
 @st.composite
 def node_updates(draw):
     """Draw a BoardUpdate as board owners send it, good and bad entries mixed."""
     msg = draw(updates())
     for entry in msg.entries:
-        entry.key = draw(st.sampled_from(['', 'pose', 'sensor:1', 'goal:a'])) \
-            if draw(st.booleans()) else entry.key
+        entry.key = draw(st.sampled_from(KEYS)) if draw(st.booleans()) else entry.key
+        if draw(st.booleans()):
+            entry.tags = draw(st.lists(st.sampled_from(TAGS), max_size=3))
         entry.value = draw(JSON_TEXT)
         entry.importance = draw(st.sampled_from([math.nan, 0.0, 0.5, 1.0, 1.5, -0.1, math.inf]))
         entry.ttl.sec = draw(st.sampled_from([0, 1, -1, entry.ttl.sec]))
@@ -252,6 +258,30 @@ def test_the_one_pass_batch_keeps_what_the_reference_rejects_by_entry():
     assert [e.key for e in batch.entries] == ['pose']
     assert len(batch.errors) == 2 and 'NaN' in batch.errors[0]
     assert batch == reference(serialize_message(msg), 3.0)
+
+
+def test_a_key_set_twice_in_one_update_applies_once_the_later_entry_the_earlier_reported():
+    msg = BoardUpdate(entries=[BoardEntry(key='pose', value='1'),
+                               BoardEntry(key='goal:a', value='2'),
+                               BoardEntry(key='pose', value='3')])
+    batch = board_batch(serialize_message(msg), 3.0)
+    assert [(e.key, e.value) for e in batch.entries] == [('goal:a', 2), ('pose', 3)]
+    assert batch.errors == ("entries[0] board entry 'pose': key set again by entries[2] of the "
+                            'same update, which applies',)
+    assert batch == reference(serialize_message(msg), 3.0)
+
+
+def test_unusable_keys_and_tags_are_rejected_by_entry_naming_the_field():
+    msg = BoardUpdate(entries=[BoardEntry(key='a\nb', value='1'), BoardEntry(key='ok', value='2'),
+                               BoardEntry(key='event:FAILURE:door#1', value='3'),
+                               BoardEntry(key='tagged', value='4', tags=['delivery', ''])])
+    batch = board_batch(serialize_message(msg), 3.0)
+    assert [e.key for e in batch.entries] == ['ok']
+    assert batch.errors == (
+        "entries[0] board entry: key 'a\\nb' holds the unprintable character '\\n'",
+        "entries[2] board entry: key 'event:FAILURE:door#1' must not start with 'event:' "
+        "(the working set's event items do)",
+        "entries[3] board entry 'tagged': tags[1] must not be empty")
 
 
 def test_a_regular_update_takes_the_one_pass_and_never_the_reference(monkeypatch):

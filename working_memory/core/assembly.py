@@ -36,14 +36,14 @@ from working_memory.core.frames import (DIGEST_EQUAL, DIGEST_SAME, Frame,
                                         ItemEncodings, Pack, changed_positions,
                                         freeze_window, make_frame, make_pack)
 from working_memory.core.gridmap import GridMap, MapWindow, as_point
-from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason, Source
+from working_memory.core.items import (BoardEntry, EVENT_ITEM_PREFIX, Event, EventKind, Missing,
+                                       MissingReason, Source)
 from working_memory.core.manifest import (
     ALL_KINDS, BOARD_PREFIX, EVENTS_PREFIX, MAP, Manifest, is_glob)
 from working_memory.core.selection import CabinBoard, filtered, stale_note, tags_pass
 
 # Events a cabin must not lose, like goal and safety board keys.
 EXEMPT_EVENT_KINDS = frozenset({EventKind.GOAL, EventKind.CONSTRAINT})
-EVENT_ITEM_PREFIX = 'event:'
 # When several keys behind one required glob are absent, the first reason here is reported.
 _REASON_PRIORITY = (MissingReason.INJECTED_DROP, MissingReason.EVICTED, MissingReason.STALE,
                     MissingReason.OUT_OF_SCOPE, MissingReason.NEVER_SEEN)

@@ -116,6 +116,65 @@ def prepare_text(value: Any) -> None:
             pass
 
 
+# Board keys and tags are names, not payloads: at most this many characters.
+MAX_NAME_LENGTH = 256
+# The working set's key of a log event starts so (`event:<KIND>:<key>#<seq>`): a board key
+# with it would take an event's place.
+EVENT_ITEM_PREFIX = 'event:'
+# How much of a refused name an error message shows [chars].
+_SHOWN_CHARS = 60
+
+
+def usable_name(name: str) -> bool:
+    """Return True when `name` is a usable board key, event key or tag (see `name_problem`)."""
+    return (name.__class__ is str and 0 < len(name) <= MAX_NAME_LENGTH and name.isprintable()
+            and name[0] != ' ' and name[-1] != ' ')
+
+
+def name_problem(name: Any, what: str) -> str | None:
+    """Return why `name` is not a usable key or tag (`what` names it), or None when it is.
+
+    A usable name is a non-empty string of at most MAX_NAME_LENGTH printable characters
+    (no control characters, tabs, newlines or Unicode separators other than the space)
+    that does not start or end with a space: a key is matched, shown and typed as it is.
+    """
+    if name.__class__ is not str:
+        return f'{what} must be a string, got {name!r}'
+    if not name:
+        return f'{what} must not be empty'
+    if len(name) > MAX_NAME_LENGTH:
+        return (f'{what} {shown_name(name)} is {len(name)} characters long, more than '
+                f'{MAX_NAME_LENGTH}')
+    if not name.isprintable():
+        bad = next(char for char in name if not char.isprintable())
+        return f'{what} {shown_name(name)} holds the unprintable character {bad!r}'
+    if name[0] == ' ' or name[-1] == ' ':
+        return f'{what} {shown_name(name)} starts or ends with a space'
+    return None
+
+
+def shown_name(name: str) -> str:
+    """Return `name` quoted for an error message, cut to its first characters when long."""
+    if len(name) <= _SHOWN_CHARS:
+        return repr(name)
+    return f'{name[:_SHOWN_CHARS]!r}... ({len(name)} characters)'
+
+
+def check_names(key: str, tags: tuple[str, ...], what: str, empty_key: bool = False) -> None:
+    """Raise ValueError naming the first unusable one of `key` and `tags` of a `what`.
+
+    `empty_key`: an empty key is allowed (an event about nothing in particular).
+    """
+    if not (empty_key and key == ''):
+        problem = name_problem(key, 'key')
+        if problem is not None:
+            raise ValueError(f'{what}: {problem}')
+    for index, tag in enumerate(tags):
+        problem = name_problem(tag, f'tags[{index}]')
+        if problem is not None:
+            raise ValueError(f'{what} {key!r}: {problem}')
+
+
 def check_importance(importance: float | None, what: str) -> None:
     """Raise ValueError unless `importance` is None or a finite number in [0, 1]."""
     if importance is None:
@@ -175,18 +234,22 @@ class BoardEntry:
     effective_stamp: float | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
-        stamp, ttl, importance = self.stamp, self.ttl, self.importance
-        if (stamp.__class__ is float and ttl.__class__ is float and self.key
+        stamp, ttl, importance, key = self.stamp, self.ttl, self.importance, self.key
+        if (stamp.__class__ is float and ttl.__class__ is float
                 and -math.inf < stamp < math.inf and 0.0 <= ttl < math.inf
                 and (importance is None or importance.__class__ is float
-                     and 0.0 <= importance <= 1.0) and self.effective_stamp is None):
+                     and 0.0 <= importance <= 1.0) and self.effective_stamp is None
+                and usable_name(key) and not key.startswith(EVENT_ITEM_PREFIX)
+                and (not self.tags or all(map(usable_name, self.tags)))):
             # The common entry (the board intake makes a thousand a second): the checks
             # below pass, with fewer calls.
             object.__setattr__(self, 'effective_stamp', stamp)
             return
-        if not self.key:
-            raise ValueError('board entry: key must not be empty')
-        check_importance(self.importance, f'board entry {self.key!r}')
+        check_names(key, self.tags, 'board entry')
+        if key.startswith(EVENT_ITEM_PREFIX):
+            raise ValueError(f'board entry: key {shown_name(key)} must not start with '
+                             f"{EVENT_ITEM_PREFIX!r} (the working set's event items do)")
+        check_importance(self.importance, f'board entry {key!r}')
         if not (is_finite_number(self.ttl) and self.ttl >= 0.0):
             raise ValueError(f'board entry {self.key!r}: ttl must be >= 0 s, got {self.ttl!r}')
         _place(self, f'board entry {self.key!r}')
@@ -220,6 +283,8 @@ class Event:
     effective_stamp: float | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
+        if self.key != '' and not usable_name(self.key) or not all(map(usable_name, self.tags)):
+            check_names(self.key, self.tags, 'event', empty_key=True)
         if not isinstance(self.kind, EventKind):
             raise ValueError(f'event {self.key!r}: kind must be an EventKind, got {self.kind!r}')
         check_importance(self.importance, f'event {self.kind.value} {self.key!r}')

@@ -18,7 +18,7 @@ import numpy as np
 
 from working_memory.core.frozen import FrozenDict, deep_freeze
 from working_memory.core.gridmap import GridMap
-from working_memory.core.items import BoardEntry, Event, EventKind
+from working_memory.core.items import BoardEntry, Event, EventKind, shown_name
 
 # -- time ------------------------------------------------------------------
 
@@ -135,12 +135,19 @@ def board_batch_from_msg(msg, now: float, frozen: bool = False) -> BoardBatch:
         received = stamp_or(msg.header.stamp, now, 'header.stamp')
     except ValueError as error:
         raise ValueError(f'{error} (the whole update is rejected)') from None
-    entries, errors = [], []
+    indexed, errors = [], []
     for index, entry in enumerate(msg.entries):
         try:
-            entries.append(board_entry_from_msg(entry, received, frozen))
+            indexed.append((index, board_entry_from_msg(entry, received, frozen)))
         except ValueError as error:
             errors.append(f'entries[{index}] {error}')
+    last = {entry.key: index for index, entry in indexed}
+    if len(last) != len(indexed):
+        # A key set twice in one update: the later entry applies, the earlier is reported.
+        errors.extend(f'entries[{index}] board entry {shown_name(entry.key)}: key set again by '
+                      f'entries[{last[entry.key]}] of the same update, which applies'
+                      for index, entry in indexed if last[entry.key] != index)
+    entries = [entry for index, entry in indexed if last[entry.key] == index]
     removed = tuple(msg.removed_keys)
     if not all(removed):
         errors.append('removed_keys: empty key ignored')
@@ -150,8 +157,9 @@ def board_batch_from_msg(msg, now: float, frozen: bool = False) -> BoardBatch:
 
 def board_entry_from_msg(entry, received: float, frozen: bool = False) -> BoardEntry:
     """Convert one BoardEntry message, raising ValueError naming the key and field."""
-    value = json_field(entry.value, f'board entry {entry.key!r}: value', frozen)
-    stamp = stamp_or(entry.stamp, received, f'board entry {entry.key!r}: stamp')
+    what = f'board entry {shown_name(entry.key)}'
+    value = json_field(entry.value, f'{what}: value', frozen)
+    stamp = stamp_or(entry.stamp, received, f'{what}: stamp')
     return BoardEntry(key=entry.key, value=value, stamp=stamp,
                       importance=importance_from_msg(entry.importance),
                       ttl=seconds_from_duration(entry.ttl), tags=tuple(entry.tags))
@@ -172,11 +180,12 @@ def event_from_msg(msg, now: float, kinds: Mapping[int, EventKind]) -> Event:
     A negative stamp is refused (see `stamp_or`).
     """
     kind = kinds.get(msg.kind)
+    what = f'log event {shown_name(msg.key)}'
     if kind is None:
-        raise ValueError(f'log event {msg.key!r}: kind {msg.kind} is not one of '
+        raise ValueError(f'{what}: kind {msg.kind} is not one of '
                          f'{sorted(kinds)} ({", ".join(k.value for k in EventKind)})')
-    stamp = stamp_or(msg.header.stamp, now, f'log event {msg.key!r}: header.stamp')
-    detail = json_field(msg.detail, f'log event {msg.key!r}: detail') if msg.detail else None
+    stamp = stamp_or(msg.header.stamp, now, f'{what}: header.stamp')
+    detail = json_field(msg.detail, f'{what}: detail') if msg.detail else None
     return Event(stamp=stamp, kind=kind, source=msg.source,
                  key=msg.key, detail=detail, importance=importance_from_msg(msg.importance),
                  tags=tuple(msg.tags))

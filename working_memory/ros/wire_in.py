@@ -180,7 +180,7 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
                 raise _Irregular
             stamp = sec + nanosec * 1e-9 if sec or nanosec else received
             entries.append(BoardEntry(key, value, stamp, importance, ttl, tuple(tags)))
-        if not all(removed):
+        if not all(removed) or len(entries) > 1 and len({e.key for e in entries}) < len(entries):
             raise _Irregular
         return BoardBatch(tuple(entries), tuple(removed), ())
     except (_Irregular, struct.error, UnicodeDecodeError, IndexError, StopIteration,
