@@ -23,6 +23,9 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6)
                     | st.floats(allow_nan=False, allow_infinity=False, width=32) | TEXT,
                     lambda inner: st.lists(inner, max_size=3)
                     | st.dictionaries(TEXT, inner, max_size=3), max_leaves=6)
+# An event's key and tags are names (core.items.usable_name): printable, no space at an end.
+NAME = st.text(st.characters(exclude_categories=('Cc', 'Cf', 'Cs', 'Co', 'Cn', 'Zl', 'Zp', 'Zs')),
+               min_size=1, max_size=12)
 STAMPS = st.floats(0.0, 2e9, allow_nan=False)
 UNIT = st.floats(0.0, 1.0, allow_nan=False)
 
@@ -38,9 +41,9 @@ def items(draw):
 
 @st.composite
 def events(draw):
-    return [Event(draw(STAMPS), draw(st.sampled_from(EventKind)), draw(TEXT), draw(TEXT),
-                  draw(st.none() | JSON), draw(st.none() | UNIT),
-                  tuple(draw(st.lists(TEXT, max_size=3))), seq=seq)
+    return [Event(draw(STAMPS), draw(st.sampled_from(EventKind)), draw(TEXT),
+                  draw(st.just('') | NAME), draw(st.none() | JSON), draw(st.none() | UNIT),
+                  tuple(draw(st.lists(NAME, max_size=3))), seq=seq)
             for seq in range(draw(st.integers(0, 4)))]
 
 
