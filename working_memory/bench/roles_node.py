@@ -327,24 +327,33 @@ def capture(frame_file: str, response_prefix: str, service: str, cabins: list[st
     return sizes
 
 
-def round_trips(service: str, cabin: str, calls: int, timeout_s: float) -> dict:
-    """Call `service` `calls` times one after the other; return the round-trip times [ms]."""
+def round_trips(services: list[str], cabin: str, calls: int, timeout_s: float) -> dict:
+    """Call each of `services` `calls` times, in turns; return each one's round trips [ms].
+
+    With two services (ours and a plain one answering the same response) the calls
+    alternate and which goes first swaps every round, so both sides see the same machine
+    at the same moments: a machine whose speed drifts between runs favours neither.
+    """
     node = rclpy.create_node('bench_rtt')
-    client = node.create_client(Assemble, service)
-    if not client.wait_for_service(timeout_sec=timeout_s):
-        raise RuntimeError(f'{service} not available')
+    clients = {service: node.create_client(Assemble, service) for service in services}
+    for service, client in clients.items():
+        if not client.wait_for_service(timeout_sec=timeout_s):
+            raise RuntimeError(f'{service} not available')
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    rtt = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        future = client.call_async(Assemble.Request(cabin=cabin, tick=0))
-        executor.spin_until_future_complete(future, timeout_sec=timeout_s)
-        if future.result() is None:
-            raise RuntimeError(f'{service}: no answer within {timeout_s} s')
-        rtt.append((time.perf_counter() - started) * 1e3)
+    rtt: dict[str, list[float]] = {service: [] for service in services}
+    for call in range(calls):
+        order = services if call % 2 == 0 else services[::-1]
+        for service in order:
+            started = time.perf_counter()
+            future = clients[service].call_async(Assemble.Request(cabin=cabin, tick=0))
+            executor.spin_until_future_complete(future, timeout_sec=timeout_s)
+            if future.result() is None:
+                raise RuntimeError(f'{service}: no answer within {timeout_s} s')
+            rtt[service].append((time.perf_counter() - started) * 1e3)
     node.destroy_node()
-    return {'rtt_ms': rtt[min(10, calls // 10):]}  # drop the warm-up calls
+    warm_up = min(10, calls // 10)  # drop the warm-up calls
+    return {'rtt_ms': {service: times[warm_up:] for service, times in rtt.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -367,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--frame-file', default='')
     parser.add_argument('--response-prefix', default='')
     parser.add_argument('--service', default='/working_memory/assemble')
+    parser.add_argument('--baseline-service', default='',
+                        help='rtt: also call this service, alternating with --service')
     parser.add_argument('--cabin', default='planner')
     parser.add_argument('--cabins', nargs='+', default=['planner', 'executor', 'monitor'])
     parser.add_argument('--no-window', action='store_true',
@@ -407,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
             result = capture(args.frame_file, args.response_prefix, args.service,
                              args.cabins, args.duration, not args.no_window)
         else:
-            result = round_trips(args.service, args.cabin, args.calls, args.duration)
+            services = [args.service] + ([args.baseline_service] if args.baseline_service else [])
+            result = round_trips(services, args.cabin, args.calls, args.duration)
         _write(args.out, result)
     finally:
         rclpy.try_shutdown()
