@@ -195,17 +195,12 @@ EVENTS = [Event(1.0 + seq, EventKind.ACTION, 'src', f'e{seq}', {'n': seq}, 0.5, 
           for seq in range(4)]
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.integers(0, 2), st.sampled_from(
-           ['item', 'window', 'events', 'missing', 'cabin'])), max_size=3), min_size=2,
-           max_size=10),
-       st.lists(st.booleans(), min_size=10, max_size=10),
-       st.lists(st.sampled_from(['map', 'odom']), min_size=10, max_size=10))
-def test_packs_repeated_over_ticks_serialize_as_a_fresh_encoder_does(ticks, inline, map_frames):
-    # Each tick makes every pack anew at a new tick and stamp; most parts repeat (the very
-    # window and event objects, equal missing entries, items of the same content), a few
-    # change: a repeated pack comes from kept segments, a changed one must not.
-    wire = encoder()
+TICKS = st.lists(st.lists(st.tuples(st.integers(0, 2), st.sampled_from(
+    ['item', 'window', 'events', 'missing', 'cabin'])), max_size=3), min_size=2, max_size=10)
+
+
+def ticked_frames(ticks):
+    """Yield a frame per tick: every pack made anew, most parts repeated, `ticks` changed."""
     state = {cabin: {'item': 0, 'window': 0, 'events': 0, 'missing': 0, 'cabin': 0}
              for cabin in range(3)}
     for number, changes in enumerate(ticks):
@@ -222,10 +217,38 @@ def test_packs_repeated_over_ticks_serialize_as_a_fresh_encoder_does(ticks, inli
                        for n in range(held['missing'] % 3)]
             packs.append(make_pack(f'c{cabin}' + 'x' * (held['cabin'] % 2), number, stamp, items,
                                    events, window, missing, effective=stamp))
-        frame = make_frame(number, stamp, packs)
+        yield make_frame(number, stamp, packs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(TICKS, st.lists(st.booleans(), min_size=10, max_size=10),
+       st.lists(st.sampled_from(['map', 'odom']), min_size=10, max_size=10))
+def test_packs_repeated_over_ticks_serialize_as_a_fresh_encoder_does(ticks, inline, map_frames):
+    # Each tick makes every pack anew at a new tick and stamp; most parts repeat (the very
+    # window and event objects, equal missing entries, items of the same content), a few
+    # change: a repeated pack comes from kept segments, a changed one must not.
+    wire = encoder()
+    for number, frame in enumerate(ticked_frames(ticks)):
         ours = wire.frame(frame, map_frames[number], None, inline[number])
         assert ours == encoder().frame(frame, map_frames[number], None, inline[number])
     assert_same_wire(ours, frame, map_frames[number], None, inline[number])
+
+
+@settings(max_examples=60, deadline=None)
+@given(TICKS, st.lists(st.booleans(), min_size=10, max_size=10), st.booleans(),
+       st.dictionaries(TEXT, st.integers(0, 2**64 - 1), max_size=3))
+def test_warming_the_output_changes_no_frames_bytes(ticks, warm, inline, inputs):
+    # The node warms the output before a tick after a long idle (FrameOutput.warm): the
+    # last frame is encoded again, to the very bytes it had, and later frames are
+    # encoded as by an output never warmed.
+    warmed, plain = conv.FrameOutput(), conv.FrameOutput()
+    last = warmed.warm()
+    assert last is None
+    for number, frame in enumerate(ticked_frames(ticks)):
+        if warm[number] and number:
+            assert warmed.warm() == last
+        last = warmed.frame_bytes(frame, 'map', inputs, inline)
+        assert last == plain.frame_bytes(frame, 'map', inputs, inline)
 
 
 def test_a_repeated_pack_is_written_from_kept_segments(monkeypatch):

@@ -1,7 +1,7 @@
 """The node's tick from stamp to bytes, in one process (a ROS face: the node's own encoder).
 
 Run with `tools/rosenv python -P -m working_memory.bench.tick_node [--sleep 0.01] [--profile]
-[--tick-hz 10] [--prepare-lead 0.002]`.
+[--tick-hz 10] [--prepare-lead 0.002 | --warm]`.
 It replays the tick `make bench-ros` measures at 100 Hz + 1 kHz (the frames100 group): the
 demo's three cabins (config/working_memory.yaml), a 4000 x 4000 map at 0.05 m, 30 sensor
 keys of which 10 change per tick, the mission and pose re-sent every second; each tick runs
@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--prepare-lead', type=float, default=0.0,
                         help='[s] alternate ticks prepared this long before (the '
                              "node's prepare_lead_s) with unprepared ones; print both")
+    parser.add_argument('--warm', action='store_true',
+                        help='alternate ticks the node warms first (FrameOutput.warm, before '
+                             'the tick after an idle) with unwarmed ones; print both')
     parser.add_argument('--tick-hz', type=float, default=1.0 / TICK_S,
                         help='[Hz] ticks of the 1 kHz board (10: the frames10 group, every '
                              'sensor changed per tick)')
@@ -126,28 +129,40 @@ def main(argv: list[str] | None = None) -> int:
             profile.disable()
         pstats.Stats(profile).sort_stats('tottime').print_stats(30)
         return 0
-    # Prepared and unprepared ticks take turns, so each is the other's same-run baseline.
-    leads = (0.0, args.prepare_lead) if args.prepare_lead else (0.0,)
+    # Prepared and unprepared (or warmed and unwarmed) ticks take turns, so each is the
+    # other's same-run baseline.
+    variants = ['']
+    if args.prepare_lead:
+        variants.append(f', prepared {args.prepare_lead * 1e3:g} ms before')
+    if args.warm:
+        variants.append(', warmed')
     for _ in range(args.repeats):
-        assembly = {lead: [] for lead in leads}
-        encoding = {lead: [] for lead in leads}
+        assembly = {variant: [] for variant in variants}
+        encoding = {variant: [] for variant in variants}
         for tick in range(args.ticks):
-            lead = leads[tick % len(leads)]
-            assembled, encoded, data = replay.run(replay.inputs(lead))
-            assembly[lead].append(assembled)
-            encoding[lead].append(encoded)
+            variant = variants[tick % len(variants)]
+            now = replay.inputs(args.prepare_lead if 'prepared' in variant else 0.0)
+            if variant == ', warmed':
+                replay.output.warm()
+            assembled, encoded, data = replay.run(now)
+            assembly[variant].append(assembled)
+            encoding[variant].append(encoded)
             if args.sleep:
                 time.sleep(args.sleep)
-        for lead in leads:
-            prepared = f', prepared {lead * 1e3:g} ms before' if lead else ''
-            print(f'{"cold" if args.sleep else "hot"}{prepared}: assemble p50 '
-                  f'{statistics.median(assembly[lead]) * 1e3:.3f} ms, encode p50 '
-                  f'{statistics.median(encoding[lead]) * 1e3:.3f} ms, {len(data)} bytes, '
+        for variant in variants:
+            print(f'{"cold" if args.sleep else "hot"}{variant}: assemble p50 '
+                  f'{statistics.median(assembly[variant]) * 1e3:.3f} ms, encode p50 '
+                  f'{statistics.median(encoding[variant]) * 1e3:.3f} ms, {len(data)} bytes, '
                   f'{len(replay.frames.latest().packs)} packs')
-        if args.prepare_lead:
-            ratio = statistics.median(assembly[args.prepare_lead]) / statistics.median(
-                assembly[0.0])
-            print(f'prepared / unprepared assembly at the tick: {ratio:.2f}x')
+        base = statistics.median(assembly[''])
+        for variant in variants[1:]:
+            if 'prepared' in variant:
+                ratio = statistics.median(assembly[variant]) / base
+                print(f'prepared / unprepared assembly at the tick: {ratio:.2f}x')
+            else:
+                ratio = (statistics.median(map(sum, zip(assembly[variant], encoding[variant])))
+                         / statistics.median(map(sum, zip(assembly[''], encoding['']))))
+                print(f'warmed / unwarmed assembly + encoding at the tick: {ratio:.2f}x')
     return 0
 
 

@@ -64,6 +64,10 @@ NOT_ACTIVE = 'node is not active'
 # most INTAKE_BUDGET_S [s] per topic each time (less when a tick is due sooner).
 INTAKE_BUDGET_S = 0.008
 TICK_INTAKE_BUDGET_S = 0.002
+# A tick this long [s] after the last one starts cold (other processes have had the CPU's
+# caches): it encodes the last frame again first (FrameOutput.warm), before its inputs
+# are taken and its time read, so its assembly and encoding run warm (BENCHMARKS.md).
+WARM_AFTER_IDLE_S = 0.02
 # Jumps that switch clocks (use_sim_time set at runtime), not a reset of the same clock.
 CLOCK_SWITCHES = (ClockChange.ROS_TIME_ACTIVATED, ClockChange.ROS_TIME_DEACTIVATED)
 
@@ -518,6 +522,8 @@ class WorkingMemoryNode(LifecycleNode):
     def _on_tick(self) -> None:
         """Assemble and freeze one frame, then publish it, its evictions and diagnostics."""
         started = time.perf_counter()
+        if time.monotonic() - self._last_tick_s > WARM_AFTER_IDLE_S:
+            self._memory.output.warm()
         # What arrived before the tick's time is in its frame.
         self._take_inputs(TICK_INTAKE_BUDGET_S)
         memory = self._memory
