@@ -249,6 +249,9 @@ def test_warming_the_output_changes_no_frames_bytes(ticks, warm, inline, inputs)
             assert warmed.warm() == last
         last = warmed.frame_bytes(frame, 'map', inputs, inline)
         assert last == plain.frame_bytes(frame, 'map', inputs, inline)
+    # A frame larger than the bound is not encoded again; one within it is.
+    assert warmed.warm(max_bytes=len(last) - 1) is None
+    assert warmed.warm(max_bytes=len(last)) == last
 
 
 def test_a_repeated_pack_is_written_from_kept_segments(monkeypatch):

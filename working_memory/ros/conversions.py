@@ -246,23 +246,30 @@ class FrameOutput:
         self._packs: dict[int, tuple[Pack, str, ContextPack]] = {}
         self._packs_kept = packs_kept
         self._last: tuple | None = None   # the last frame_bytes call's arguments
+        self._last_size = 0               # [bytes] what it returned
 
     def frame_bytes(self, frame: Frame, map_frame: str,
                     inputs_received: Mapping[str, int] | None = None,
                     inline_windows: bool = True) -> bytes:
         """Return `frame` as the serialized ContextFrame `context_frame_msg` would give."""
         self._last = (frame, map_frame, inputs_received, inline_windows)
-        return self._encoder.frame(frame, map_frame, inputs_received, inline_windows)
+        data = self._encoder.frame(frame, map_frame, inputs_received, inline_windows)
+        self._last_size = len(data)
+        return data
 
-    def warm(self) -> bytes | None:
+    def warm(self, max_bytes: int | None = None) -> bytes | None:
         """Encode the last frame again and return its bytes (None before the first frame).
 
         Changes nothing: the encoder keeps what a frame used, and the last frame uses what
         it used. For a tick after a long idle (the node calls it before taking the tick's
         inputs): the encoder's pieces and the frames' items, which the tick's assembly
-        reads too, are back in the CPU caches (bench/tick_node.py's cold tick).
+        reads too, are back in the CPU caches (bench/tick_node.py's cold tick). Not done
+        (None) when the last frame was larger than `max_bytes`: encoding a large frame
+        again costs more than a warm tick saves (BENCHMARKS.md).
         """
-        return None if self._last is None else self._encoder.frame(*self._last)
+        if self._last is None or (max_bytes is not None and self._last_size > max_bytes):
+            return None
+        return self._encoder.frame(*self._last)
 
     def pack_msg(self, pack: Pack, map_frame: str) -> ContextPack:
         """Return the pack's ContextPack, converted once per pack (the latest few are kept)."""

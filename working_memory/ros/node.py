@@ -66,8 +66,10 @@ INTAKE_BUDGET_S = 0.008
 TICK_INTAKE_BUDGET_S = 0.002
 # A tick this long [s] after the last one starts cold (other processes have had the CPU's
 # caches): it encodes the last frame again first (FrameOutput.warm), before its inputs
-# are taken and its time read, so its assembly and encoding run warm (BENCHMARKS.md).
+# are taken and its time read, so its assembly and encoding run warm; only a frame of at
+# most WARM_MAX_BYTES, as re-encoding a large one costs more than it saves (BENCHMARKS.md).
 WARM_AFTER_IDLE_S = 0.02
+WARM_MAX_BYTES = 16_384
 # Jumps that switch clocks (use_sim_time set at runtime), not a reset of the same clock.
 CLOCK_SWITCHES = (ClockChange.ROS_TIME_ACTIVATED, ClockChange.ROS_TIME_DEACTIVATED)
 
@@ -523,7 +525,7 @@ class WorkingMemoryNode(LifecycleNode):
         """Assemble and freeze one frame, then publish it, its evictions and diagnostics."""
         started = time.perf_counter()
         if time.monotonic() - self._last_tick_s > WARM_AFTER_IDLE_S:
-            self._memory.output.warm()
+            self._memory.output.warm(WARM_MAX_BYTES)
         # What arrived before the tick's time is in its frame.
         self._take_inputs(TICK_INTAKE_BUDGET_S)
         memory = self._memory
