@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from working_memory.ros.tick_grid import (MIN_INTAKE_DELAY_NS, TickGrid, intake_delay_ns,
-                                          intake_schedule)
+                                          intake_schedule, warm_due)
 
 PERIOD = 10_000_000   # [ns] 100 Hz
 
@@ -132,3 +132,11 @@ def test_the_intake_timer_is_reset_only_when_its_next_call_is_off_its_aim():
     # Already calling at the aim (the round took a little): left alone.
     assert intake_schedule(50 * MS, 30 * MS, 2 * MS, 100 * MS, 28 * MS + MS // 2, 50 * MS) == \
         (50 * MS, False)
+
+
+def test_a_tick_warms_up_after_an_idle_but_not_when_a_fast_timer_is_late():
+    assert warm_due(0.1, 0.02, 10.0)          # 10 Hz: every tick comes after 100 ms idle
+    assert not warm_due(0.015, 0.02, 10.0)    # not idle long
+    assert not warm_due(0.05, 0.02, 100.0)    # 100 Hz, a tick late: no extra work
+    assert warm_due(0.05, 0.02, 50.0)         # 50 Hz: its period is the idle bound
+    assert warm_due(0.5, 0.02, None) and not warm_due(0.01, 0.02, None)   # triggered ticks

@@ -203,6 +203,7 @@ def ticked_frames(ticks):
     """Yield a frame per tick: every pack made anew, most parts repeated, `ticks` changed."""
     state = {cabin: {'item': 0, 'window': 0, 'events': 0, 'missing': 0, 'cabin': 0}
              for cabin in range(3)}
+    notes = {}   # the same note objects while a cabin's notes do not change, as the node's
     for number, changes in enumerate(ticks):
         stamp = 10.0 + number * 0.01
         for cabin, part in changes:
@@ -213,8 +214,9 @@ def ticked_frames(ticks):
                           1.0, stamp) for slot in range(cabin + 1)]
             window = (None, *WINDOWS)[held['window'] % 3]
             events = EVENTS[:held['events'] % 5]
-            missing = [Missing(f'm{n}', MissingReason.STALE, f'{held["missing"] % 2}')
-                       for n in range(held['missing'] % 3)]
+            missing = notes.setdefault((cabin, held['missing']), [
+                Missing(f'm{n}', MissingReason.STALE, f'{held["missing"] % 2}')
+                for n in range(held['missing'] % 3)])
             packs.append(make_pack(f'c{cabin}' + 'x' * (held['cabin'] % 2), number, stamp, items,
                                    events, window, missing, effective=stamp))
         yield make_frame(number, stamp, packs)
@@ -239,14 +241,17 @@ def test_packs_repeated_over_ticks_serialize_as_a_fresh_encoder_does(ticks, inli
        st.dictionaries(TEXT, st.integers(0, 2**64 - 1), max_size=3))
 def test_warming_the_output_changes_no_frames_bytes(ticks, warm, inline, inputs):
     # The node warms the output before a tick after a long idle (FrameOutput.warm): the
-    # last frame is encoded again, to the very bytes it had, and later frames are
-    # encoded as by an output never warmed.
+    # last frame is encoded again, to the very bytes it had, later frames are encoded as
+    # by an output never warmed, and the encoder keeps what the last frame used.
     warmed, plain = conv.FrameOutput(), conv.FrameOutput()
     last = warmed.warm()
     assert last is None
     for number, frame in enumerate(ticked_frames(ticks)):
         if warm[number] and number:
             assert warmed.warm() == last
+            for cache in ('_missing_kept', '_windows', '_events', '_items'):
+                assert (getattr(warmed._encoder, cache).keys()
+                        == getattr(plain._encoder, cache).keys()), cache
         last = warmed.frame_bytes(frame, 'map', inputs, inline)
         assert last == plain.frame_bytes(frame, 'map', inputs, inline)
     # A frame larger than the bound is not encoded again; one within it is.

@@ -33,6 +33,7 @@ from working_memory.core.gridmap import GridMap
 from working_memory.core.items import BoardEntry
 from working_memory.core.manifest import load_manifests
 from working_memory.ros import conversions as conv
+from working_memory.ros.node import WARM_MAX_BYTES
 
 SENSORS = 30             # sensor keys, as `make bench-ros` sends them
 CHANGES_PER_TICK = 10    # 1 kHz board at 100 Hz ticks
@@ -141,9 +142,9 @@ def main(argv: list[str] | None = None) -> int:
         encoding = {variant: [] for variant in variants}
         for tick in range(args.ticks):
             variant = variants[tick % len(variants)]
+            if variant == ', warmed':   # as the node: before the tick's inputs are taken
+                replay.output.warm(WARM_MAX_BYTES)
             now = replay.inputs(args.prepare_lead if 'prepared' in variant else 0.0)
-            if variant == ', warmed':
-                replay.output.warm()
             assembled, encoded, data = replay.run(now)
             assembly[variant].append(assembled)
             encoding[variant].append(encoded)

@@ -252,24 +252,26 @@ class FrameOutput:
                     inputs_received: Mapping[str, int] | None = None,
                     inline_windows: bool = True) -> bytes:
         """Return `frame` as the serialized ContextFrame `context_frame_msg` would give."""
-        self._last = (frame, map_frame, inputs_received, inline_windows)
         data = self._encoder.frame(frame, map_frame, inputs_received, inline_windows)
+        # Kept once encoded: a frame the encoder refused is not encoded again.
+        self._last = (frame, map_frame, inputs_received, inline_windows)
         self._last_size = len(data)
         return data
 
     def warm(self, max_bytes: int | None = None) -> bytes | None:
         """Encode the last frame again and return its bytes (None before the first frame).
 
-        Changes nothing: the encoder keeps what a frame used, and the last frame uses what
-        it used. For a tick after a long idle (the node calls it before taking the tick's
-        inputs): the encoder's pieces and the frames' items, which the tick's assembly
-        reads too, are back in the CPU caches (bench/tick_node.py's cold tick). Not done
-        (None) when the last frame was larger than `max_bytes`: encoding a large frame
-        again costs more than a warm tick saves (BENCHMARKS.md).
+        Changes no frame's bytes, and the encoder keeps what the last frame used
+        (FrameEncoder.frame_again). For a tick after a long idle (the node calls it
+        before taking the tick's inputs): the encoder's pieces and the frames' items,
+        which the tick's assembly reads too, are back in the CPU caches
+        (bench/tick_node.py's cold tick). Not done (None) when the last frame was larger
+        than `max_bytes`: encoding a large frame again costs more than a warm tick saves
+        (BENCHMARKS.md).
         """
         if self._last is None or (max_bytes is not None and self._last_size > max_bytes):
             return None
-        return self._encoder.frame(*self._last)
+        return self._encoder.frame_again(*self._last)
 
     def pack_msg(self, pack: Pack, map_frame: str) -> ContextPack:
         """Return the pack's ContextPack, converted once per pack (the latest few are kept)."""

@@ -53,7 +53,7 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, SPECS,
                                        check_parameter, check_refused, config_from_values,
                                        drop_cabin, drop_param_spec)
 from working_memory.ros.spin import Intake, run_node, seconds_reader
-from working_memory.ros.tick_grid import TickGrid, intake_schedule
+from working_memory.ros.tick_grid import TickGrid, intake_schedule, warm_due
 from working_memory.ros.views import Views
 from working_memory.ros.window_topics import WindowTopics
 from working_memory.srv import Assemble, Explain
@@ -524,7 +524,9 @@ class WorkingMemoryNode(LifecycleNode):
     def _on_tick(self) -> None:
         """Assemble and freeze one frame, then publish it, its evictions and diagnostics."""
         started = time.perf_counter()
-        if time.monotonic() - self._last_tick_s > WARM_AFTER_IDLE_S:
+        config = self._memory.config
+        if warm_due(time.monotonic() - self._last_tick_s, WARM_AFTER_IDLE_S,
+                    None if config.trigger_topic else config.tick_hz):
             self._memory.output.warm(WARM_MAX_BYTES)
         # What arrived before the tick's time is in its frame.
         self._take_inputs(TICK_INTAKE_BUDGET_S)

@@ -96,3 +96,13 @@ def intake_schedule(pace_ns: int, until_tick_ns: int | None, lead_ns: int, perio
     if abs(until_intake_ns - delay_ns) > INTAKE_RESET_TOLERANCE_NS:
         return delay_ns, True
     return intake_period_ns, False
+
+
+def warm_due(idle_s: float, warm_after_s: float, tick_hz: float | None) -> bool:
+    """Return True when a tick `idle_s` [s] after the last one should warm up first.
+
+    After more than `warm_after_s` idle, the CPU's caches have gone to other work. A
+    timer ticking faster than that (`tick_hz`; None when ticks follow a trigger) is not
+    idle but late when it gets there: it gets no extra work.
+    """
+    return idle_s > warm_after_s and (tick_hz is None or tick_hz * warm_after_s <= 1.0)

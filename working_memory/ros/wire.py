@@ -384,6 +384,20 @@ class FrameEncoder:
             self._strings = {}
         return writer.getvalue()
 
+    def frame_again(self, frame: Frame, map_frame: str,
+                    inputs_received: Mapping[str, int] | None = None,
+                    inline_windows: bool = True) -> bytes:
+        """Return the bytes of the frame `frame` just made, keeping what that frame used.
+
+        `frame` with every piece in place makes no missing entry and no window anew, so
+        the caches a frame swaps would come out empty: they are kept as the last
+        frame left them, and the next frame finds what it would have found.
+        """
+        missing, windows = self._missing_kept, self._windows
+        data = self.frame(frame, map_frame, inputs_received, inline_windows)
+        self._missing_kept, self._windows = missing, windows
+        return data
+
     # -- pieces ----------------------------------------------------------------
 
     def _inputs_segments(self, phase: int, topics: tuple[str, ...]) -> tuple[list[bytes], int]:
