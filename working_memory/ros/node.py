@@ -524,20 +524,19 @@ class WorkingMemoryNode(LifecycleNode):
     def _on_tick(self) -> None:
         """Assemble and freeze one frame, then publish it, its evictions and diagnostics."""
         started = time.perf_counter()
-        config = self._memory.config
+        memory = self._memory
+        config = memory.config
         if warm_due(time.monotonic() - self._last_tick_s, WARM_AFTER_IDLE_S,
                     None if config.trigger_topic else config.tick_hz):
-            self._memory.output.warm(WARM_MAX_BYTES)
+            memory.output.warm(WARM_MAX_BYTES)
         # What arrived before the tick's time is in its frame.
         self._take_inputs(TICK_INTAKE_BUDGET_S)
-        memory = self._memory
         now = self._now()
         self._last_tick_s, self._last_tick_ros = time.monotonic(), now
         effective = memory.timebase.observe(now)
         memory.tick += 1
         frame = memory.assembler.assemble(memory.tick, now, memory.board, memory.log,
                                           memory.grid, memory.pose)
-        config = memory.config
         # The receipt per input topic lets an offline replay apply exactly what this tick saw.
         received = {memory.resolved(topic, self.resolve_topic_name): count
                     for topic, count in memory.health.received_counts().items()}
