@@ -7,9 +7,8 @@ default parameters) go to share/working_memory as in a ROS install, where
 `tools/bag.py` finds them through the installed distribution's file list.
 The working set's put/evict hot path is a C extension (CMakeLists.txt builds the same
 file under colcon); core/eviction.py runs its pure-Python reference without it. The board
-intake's reader of BoardUpdate bytes is one too (core/_board_cdr.c; ros/wire_in.py reads them
-in Python without it), and so is the frame encoder's writer of an item's bytes
-(core/_frame_cdr.c; ros/wire.py writes them in Python without it).
+intake's reader of BoardUpdate bytes is one too (ros/_board_cdr.c; ros/wire_in.py reads them
+in Python without it).
 """
 
 from glob import glob
@@ -18,8 +17,7 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[Extension('working_memory.core._evict', ['working_memory/core/_evict.c']),
-                 Extension('working_memory.core._board_cdr', ['working_memory/core/_board_cdr.c']),
-                 Extension('working_memory.core._frame_cdr', ['working_memory/core/_frame_cdr.c'])],
+                 Extension('working_memory.ros._board_cdr', ['working_memory/ros/_board_cdr.c'])],
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/working_memory']),
         ('share/working_memory', ['package.xml']),

@@ -3,9 +3,10 @@
 core <- ros <- client <- decision / sim / tools / bench <- demo: a module may import its
 own room and the rooms below it, never a room above or beside it. The product
 (core, ros, client) therefore imports none of the reference cabins, the simulator,
-the tools or the demo. A module is a ROS face when its name says so (node, qos, spin,
-conversions, client, views, window_topics, *_node, the demo); every other module must not
-reach rclpy or a message package, directly or through the modules it imports.
+the tools or the demo. A module is a ROS face when its name says so (node, qos, spin, ticking,
+conversions, parameters, client, views, window_topics, diagnostics_topic, *_node, the demo);
+every other module must not reach rclpy or a message package, directly or through the modules
+it imports.
 """
 
 import ast
@@ -19,9 +20,11 @@ import pytest
 import working_memory.core
 
 PACKAGE_DIR = pathlib.Path(working_memory.core.__file__).resolve().parents[1]
+SOURCE_DIR = pathlib.Path(__file__).resolve().parents[1] / 'working_memory'
 LEVELS = {'core': 0, 'ros': 1, 'client': 2, 'decision': 3, 'sim': 3, 'tools': 3, 'bench': 3,
           'demo': 4}
-ROS_FACES = {'node', 'qos', 'spin', 'conversions', 'client', 'views', 'window_topics'}
+ROS_FACES = {'node', 'qos', 'spin', 'ticking', 'conversions', 'parameters', 'client', 'views',
+             'window_topics', 'diagnostics_topic'}
 ROS_MODULES = ('rclpy', 'rosidl_parser', 'rosidl_runtime_py', 'rcl_interfaces',
                'builtin_interfaces', 'std_msgs', 'nav_msgs', 'geometry_msgs', 'diagnostic_msgs',
                'lifecycle_msgs', 'rosgraph_msgs', 'visualization_msgs', 'launch',
@@ -148,11 +151,18 @@ C_HEADERS = {'Python.h', 'structmember.h', 'stddef.h', 'stdint.h', 'string.h', '
 
 
 def test_c_modules_include_only_the_python_api_and_the_c_library():
-    sources = sorted(PACKAGE_DIR.rglob('*.c'))
+    # The package's own C, in the source tree: an installed package (a colcon workspace
+    # without --symlink-install) also holds the C that rosidl generated for the messages.
+    sources = sorted(SOURCE_DIR.rglob('*.c'))
     includes = {path.name: re.findall(r'^#include [<"]([^>"]+)[>"]', path.read_text(), re.M)
                 for path in sources}
     offenders = sorted(f'{name} includes {header}' for name, headers in includes.items()
                        for header in headers if header not in C_HEADERS)
     assert not offenders, '\n'.join(offenders)
-    # Each lives in a pure room (core), like the Python modules it serves.
-    assert all(_room(_module_name(path)) == 'core' for path in sources), sources
+    # Each lives beside the Python modules it serves: in the lowest room that imports it.
+    for path in sources:
+        room = path.relative_to(SOURCE_DIR).parts[0]
+        module = f'working_memory.{room}.{path.stem}'
+        users = sorted(name for name, imports in MODULES.items() if module in imports)
+        assert users, f'{module} is imported by no module'
+        assert room == min((_room(name) for name in users), key=LEVELS.get), (module, users)

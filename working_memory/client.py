@@ -6,7 +6,7 @@
     why = client.explain('safety:zone/high_voltage')
 
 Part of the ROS adapter layer: frame and pack fields are read in
-ros/decision_conversions.py; this module owns the ROS entities and reads only
+ros/conversions.py ("frames in"); this module owns the ROS entities and reads only
 the service replies' flat fields (success, message, present, reason, detail).
 """
 

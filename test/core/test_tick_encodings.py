@@ -1,4 +1,4 @@
-"""The tick's kept encodings equal the ones made from scratch (issue 12, tick cost)."""
+"""The tick's kept encodings equal the ones made from scratch (a tick costs what changed)."""
 
 import json
 import sys
@@ -148,110 +148,12 @@ def test_changed_positions_tell_the_very_object_from_an_equal_one():
         frames.changed_positions([(1,)], [[1]], [0], [])
 
 
-def test_the_built_package_encodes_a_digests_items_in_c():
-    # CI must notice a build that silently falls back to the Python loop: this one fails then.
-    assert frames._frame_cdr is not None, (
-        'working_memory.core._frame_cdr is not importable: the package was imported from a '
-        'tree without the built extension (make build, pip install .)')
-
-
-def _outcome(each, *args):
-    try:
-        return each(*args)
-    except (TypeError, ValueError, KeyError, AttributeError) as error:
-        return type(error)
-
-
-def _c_framed_each(items_, used, kept):
-    return frames._frame_cdr.framed_each(items_, used, kept, value_text,
-                                         frames.encode_basestring_ascii, frames._SOURCE_JSON,
-                                         frames._item_encoding)
-
-
-def _as_compared(kept: dict) -> list:
-    """Kept encodings as comparable values: the very value and source objects, the rest."""
-    return [(key, id(entry[0]), id(entry[1]), repr(entry[2:6]), entry[6])
-            for key, entry in kept.items()]
-
-
-# Content that takes every path: the common item, other number types and flags (encoded as a
-# whole), NaN and Infinity in the value or the fields, a value the encoder refuses, any key.
-_VALUE_POOL = [deep_freeze({'r': 0.5}), deep_freeze({'r': [1, 'x']}), 'text', 1, 1.0, True,
-               None, deep_freeze({'r': float('nan')}), float('inf'), object()]
-_NUMBER = st.sampled_from([0.5, 1.0, 1, True, float('nan'), float('inf'), -0.0, 0.0, None])
-_odd_items = st.builds(
-    Item, key=st.sampled_from(['a', 'b', 'c"\u00e9', '\ud800']),
-    value=st.sampled_from(_VALUE_POOL),
-    source=st.sampled_from([*Source, 'board']), importance=_NUMBER, stamp=_NUMBER,
-    last_used=st.just(0.0), stale=st.sampled_from([False, True, 0, 1.0]),
-    exempt=st.sampled_from([False, True, 0]))
-
-
-_FIELDS = {'value': st.sampled_from(_VALUE_POOL), 'source': st.sampled_from([*Source, 'board']),
-           'importance': _NUMBER, 'stamp': _NUMBER,
-           'stale': st.sampled_from([False, True, 0, 1.0]),
-           'exempt': st.sampled_from([False, True, 0])}
-
-
-@pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')
-@settings(max_examples=400, deadline=None)
-@given(st.data())
-def test_the_c_item_encodings_reuse_and_make_what_the_python_reference_does(data):
-    # Three keys' items change one field at a time (or are made anew) between calls; each
-    # side keeps its own used/kept dicts (swapped as a tick ends): equal parts, the same
-    # kept encodings reused or made anew, the same errors.
-    mine = {'used': {}, 'kept': {}}
-    theirs = {'used': {}, 'kept': {}}
-    held = {}
-    for _ in range(data.draw(st.integers(1, 6))):
-        for slot in data.draw(st.lists(st.integers(0, 2), max_size=4)):
-            field = data.draw(st.sampled_from([None, *_FIELDS]))
-            if field is None or slot not in held:
-                held[slot] = data.draw(_odd_items | _items)
-            else:
-                held[slot] = held[slot]._replace(**{field: data.draw(_FIELDS[field])})
-        items_ = tuple(held[slot]._replace(key=f'k{slot}') for slot in sorted(held))
-        end_tick = data.draw(st.booleans())
-        outs = []
-        for state, each in ((mine, _c_framed_each), (theirs, frames.py_framed_each)):
-            outs.append(_outcome(each, items_, state['used'], state['kept']))
-            if end_tick:
-                state['kept'], state['used'] = state['used'], {}
-        assert outs[0] == outs[1]
-        for name in ('used', 'kept'):
-            assert _as_compared(mine[name]) == _as_compared(theirs[name])
-
-
-@pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')
-def test_the_c_item_encodings_of_many_keys_and_importances_are_the_references():
-    # More keys than the C keeps the JSON strings of (it starts over), importances changing.
-    items_ = tuple(Item(f'key "{n}" \u00e9', deep_freeze({'n': n}), Source.BOARD,
-                        (0.0, -0.0, 0.25, 0.25)[n % 4], float(n), 0.0) for n in range(5000))
-    for _ in range(2):
-        assert _c_framed_each(items_, {}, {}) == frames.py_framed_each(items_, {}, {})
-
-
-@pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')
-def test_the_c_item_encodings_refuse_bad_input_clearly():
-    item = Item('k', 1, Source.BOARD, 0.5, 1.0, 2.0)
-    with pytest.raises(TypeError, match='must be an Item'):
-        _c_framed_each([('k', 1)], {}, {})
-    with pytest.raises(TypeError, match='must be dicts'):
-        _c_framed_each([item], [], {})
-    with pytest.raises(TypeError, match='a tuple of 7'):
-        _c_framed_each([item], {'k': ('short',)}, {})
-    with pytest.raises(TypeError, match='framed_each'):
-        frames._frame_cdr.framed_each([item], {}, {})
-
-
-@pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')
-def test_a_frozen_values_kept_text_is_the_text_in_c_and_in_the_reference():
+def test_a_frozen_values_kept_text_is_the_text_of_its_encoding():
     value = deep_freeze({'reading': 0.25})
     value.json_text = '{"kept":1}'   # the kept text is the value's text: not encoded again
     item = Item('k', value, Source.BOARD, 0.5, 1.0, 2.0)
-    for each in (_c_framed_each, frames.py_framed_each):
-        (part,) = each((item,), {}, {})
-        assert part[8:] == b'["k",{"kept":1},"board",0.5,1.0,false,false]'
+    (part,) = frames.framed_each((item,), {}, {})
+    assert part[8:] == b'["k",{"kept":1},"board",0.5,1.0,false,false]'
 
 
 def test_a_note_reads_its_age_at_the_time_asked_and_never_a_negative_one():
@@ -260,20 +162,3 @@ def test_a_note_reads_its_age_at_the_time_asked_and_never_a_negative_one():
     assert stale.text(9.0) == 'stale: its ttl of 1.0 s ran out 0.0 s ago'   # a clock behind
     plain = Missing('goal', MissingReason.NEVER_SEEN, 'not on the board')
     assert plain.text(5.0) == 'not on the board'
-
-
-@pytest.mark.skipif(frames._frame_cdr is None, reason='core/_frame_cdr.c is not built')
-def test_the_c_item_encodings_use_the_text_and_escape_functions_they_are_given():
-    value = deep_freeze({'reading': 0.25})
-    value.json_text = '{"kept":1}'
-    item = Item('k', value, Source.BOARD, 0.5, 1.0, 2.0)
-
-    def each(text_of, escape):
-        return frames._frame_cdr.framed_each((item,), {}, {}, text_of, escape,
-                                             frames._SOURCE_JSON, frames._item_encoding)[0][8:]
-    real = frames.encode_basestring_ascii
-    assert each(value_text, real) == b'["k",{"kept":1},"board",0.5,1.0,false,false]'
-    # Another text_of is called (the kept text is value_text's), another escape used.
-    assert each(lambda v: '{"other":2}', lambda k: '"K"') == (
-        b'["K",{"other":2},"board",0.5,1.0,false,false]')
-    assert each(value_text, real) == b'["k",{"kept":1},"board",0.5,1.0,false,false]'

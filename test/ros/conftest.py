@@ -17,7 +17,6 @@ from rclpy.parameter import Parameter
 
 from working_memory.msg import BoardUpdate, ContextFrame, EvictionBatch, LogEvent
 from working_memory.ros import qos
-from working_memory.ros.gc_pacing import PACING
 from working_memory.ros.node import WorkingMemoryNode, make_executor
 from working_memory.srv import Assemble, Explain
 
@@ -32,13 +31,6 @@ def context():
     rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
     yield context
     context.try_shutdown()
-
-
-@pytest.fixture(autouse=True)
-def collector_given_back():
-    """Every node that paced the garbage collector gave it back by the end of its test."""
-    yield
-    assert PACING.holders == 0, f'{PACING.holders} node(s) still pace the collector'
 
 
 @pytest.fixture

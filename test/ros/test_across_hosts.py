@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ament_index_python.packages import get_package_share_directory
+from ament_index_python.packages import get_package_prefix, get_package_share_directory
 
 HOSTS = ('memory', 'planner', 'executor')
 SUBNET = '10.213.0'
@@ -105,9 +105,19 @@ def stop(process):
         return process.communicate()
 
 
+def executable(name):
+    """Return the path of the package's executable `name` as `ros2 run` finds it, or None.
+
+    In the package's lib folder (a colcon workspace puts it there, off PATH); `make test`
+    also has it on PATH.
+    """
+    path = Path(get_package_prefix('working_memory')) / 'lib' / 'working_memory' / name
+    return str(path) if path.is_file() else shutil.which(name)
+
+
 def test_frames_reach_planner_and_executor_in_other_namespaces_with_one_digest_per_tick(hosts):
     params = Path(get_package_share_directory('working_memory')) / 'config' / 'working_memory.yaml'
-    executables = {name: shutil.which(name) for name in
+    executables = {name: executable(name) for name in
                    ('working_memory_node', 'planner_node', 'executor_node')}
     assert all(executables.values()), executables
     nodes = [

@@ -1,12 +1,9 @@
-"""Sequence gaps count every update a publisher wrote after the first heard; the receipt clock."""
+"""Sequence gaps count every update a publisher wrote after the first heard."""
 
 from hypothesis import given
 from hypothesis import strategies as st
-from rclpy.clock import ClockType, ROSClock
-from rclpy.time import Time
 
 from working_memory.ros.intake import SequenceGaps
-from working_memory.ros.spin import seconds_reader
 
 
 def test_a_jump_in_one_publishers_numbers_counts_the_updates_in_between():
@@ -49,14 +46,3 @@ def test_missed_equals_what_was_dropped_between_the_first_and_last_update_heard(
     for received in heard.values():
         dropped_between += received[-1] - received[0] + 1 - len(received)
     assert gaps.missed == dropped_between
-
-
-def test_the_receipt_clock_reads_what_the_node_clock_says_sim_time_included():
-    clock = ROSClock()
-    seconds = seconds_reader(clock)
-    before = clock.now().nanoseconds * 1e-9
-    assert before <= seconds() <= clock.now().nanoseconds * 1e-9
-    clock._set_ros_time_is_active(True)   # as use_sim_time does, then /clock sets the time
-    for nanoseconds in (12_345_678_901, 5):
-        clock.set_ros_time_override(Time(nanoseconds=nanoseconds, clock_type=ClockType.ROS_TIME))
-        assert seconds() == clock.now().nanoseconds * 1e-9 == nanoseconds * 1e-9

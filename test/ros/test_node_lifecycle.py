@@ -128,3 +128,27 @@ def test_manifests_file_cabins_get_a_runtime_drop_parameter(start_memory, tmp_pa
     assert result.successful
     cleared = probe.wait_frame(lambda frame: not frame.packs[0].missing)
     assert cleared.packs[0].cabin == 'monitor'
+
+
+def test_ros2_node_info_shows_the_inputs_on_the_node_and_its_named_helper(start_memory,
+                                                                          namespace,
+                                                                          spin_until):
+    # What `ros2 node info` and rqt_graph show: map and pose on the node, board and log on
+    # its helper `<name>_inputs` (ros/ticking.py Intake), and no other node.
+    node, probe = start_memory({'pose_source': 'odometry'})
+    expected = {
+        'working_memory': {f'{namespace}/map': ['nav_msgs/msg/OccupancyGrid'],
+                           f'{namespace}/odom': ['nav_msgs/msg/Odometry']},
+        'working_memory_inputs': {f'{namespace}/board': ['working_memory/msg/BoardUpdate'],
+                                  f'{namespace}/log': ['working_memory/msg/LogEvent']},
+    }
+
+    def subscriptions(name):
+        return dict(probe.node.get_subscriber_names_and_types_by_node(name, namespace))
+    for name, topics in expected.items():
+        assert spin_until(lambda: topics.items() <= subscriptions(name).items()), \
+            (name, subscriptions(name))
+    assert set(subscriptions('working_memory_inputs')) == set(expected['working_memory_inputs'])
+    names = {name for name, space in probe.node.get_node_names_and_namespaces()
+             if space == namespace}
+    assert names == {'working_memory', 'working_memory_inputs', 'wm_probe'}, names

@@ -1,6 +1,5 @@
 """A frame's wire bytes are rclpy's serialization of the frame's message, cached or not."""
 
-import struct
 
 import numpy as np
 import pytest
@@ -236,29 +235,6 @@ def test_packs_repeated_over_ticks_serialize_as_a_fresh_encoder_does(ticks, inli
     assert_same_wire(ours, frame, map_frames[number], None, inline[number])
 
 
-@settings(max_examples=60, deadline=None)
-@given(TICKS, st.lists(st.booleans(), min_size=10, max_size=10), st.booleans(),
-       st.dictionaries(TEXT, st.integers(0, 2**64 - 1), max_size=3))
-def test_warming_the_output_changes_no_frames_bytes(ticks, warm, inline, inputs):
-    # The node warms the output before a tick after a long idle (FrameOutput.warm): the
-    # last frame is encoded again, to the very bytes it had, later frames are encoded as
-    # by an output never warmed, and the encoder keeps what the last frame used.
-    warmed, plain = conv.FrameOutput(), conv.FrameOutput()
-    last = warmed.warm()
-    assert last is None
-    for number, frame in enumerate(ticked_frames(ticks)):
-        if warm[number] and number:
-            assert warmed.warm() == last
-            for cache in ('_missing_kept', '_windows', '_events', '_items'):
-                assert (getattr(warmed._encoder, cache).keys()
-                        == getattr(plain._encoder, cache).keys()), cache
-        last = warmed.frame_bytes(frame, 'map', inputs, inline)
-        assert last == plain.frame_bytes(frame, 'map', inputs, inline)
-    # A frame larger than the bound is not encoded again; one within it is.
-    assert warmed.warm(max_bytes=len(last) - 1) is None
-    assert warmed.warm(max_bytes=len(last)) == last
-
-
 def test_a_repeated_pack_is_written_from_kept_segments(monkeypatch):
     def pack(tick, detail):
         goal = Item('goal', 'dock', Source.BOARD, 1.0, 1.0, 5.0 + tick, exempt=True)
@@ -271,98 +247,11 @@ def test_a_repeated_pack_is_written_from_kept_segments(monkeypatch):
         raise AssertionError('a repeated pack was encoded again')
     for name in ('_map', '_event_bytes', '_missing_bytes'):
         monkeypatch.setattr(wire, name, refuse)
-    monkeypatch.setattr(wire_module, '_item_pieces', refuse)
+    monkeypatch.setattr(wire_module, 'item_pieces', refuse)
     frame = make_frame(2, 7.0, [pack(2, 'old')])
     assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
     with pytest.raises(AssertionError, match='encoded again'):
         wire.frame(make_frame(3, 8.0, [pack(3, 'new')]), 'map')
-
-
-def test_the_built_package_writes_items_in_c():
-    # CI must notice a build that silently falls back to the Python writer: this one fails then.
-    assert wire_module._frame_cdr is not None, (
-        'working_memory.core._frame_cdr is not importable: the package was imported from a '
-        'tree without the built extension (make build, pip install .)')
-    assert wire_module._item_split is wire_module._frame_cdr.item_split
-    assert wire_module._item_pieces is wire_module._frame_cdr.item_pieces
-
-
-def outcome(split, *args):
-    try:
-        return split(*args)
-    except (TypeError, ValueError, struct.error) as error:
-        return type(error)
-
-
-# Lone surrogates included: str.encode refuses them, and so must the C writer.
-ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=12)
-ODD = st.one_of(st.integers(-2, 2), st.none(), st.text(max_size=2), st.floats())
-
-
-@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
-@settings(max_examples=400)
-@given(ANY_TEXT, ANY_TEXT, st.sampled_from(Source),
-       st.one_of(UNIT, st.integers(0, 1), st.booleans(), st.floats(), ODD.filter(
-           lambda value: not isinstance(value, (int, float)))),
-       ODD | st.booleans(), ODD | st.booleans(), st.integers(0, 7))
-def test_the_c_item_writer_writes_what_the_python_reference_writes(key, text, source,
-                                                                   importance, stale, exempt,
-                                                                   phase):
-    # Any key and text, any importance the
-    # struct takes or refuses, flags of any truthiness, every phase.
-    item = Item(key, {}, source, importance, 1.0, 2.0, stale, exempt)
-    assert (outcome(wire_module._frame_cdr.item_split, item, text, phase)
-            == outcome(wire_module.item_split, item, text, phase))
-
-
-VALUES = [{'a': 1}, 'text', 1, 1.0, True, None]   # 1, 1.0 and True equal, encoded apart
-
-
-def held(pairs):
-    """Return (piece, split) pairs as comparable values: the very objects, phases, splits."""
-    return [(tuple(map(id, piece[:2])), piece[2:5], piece[5], split) for piece, split in pairs]
-
-
-@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5),
-                                             st.sampled_from(Source),
-                                             st.sampled_from([0.5, 1, 1.0, True]),
-                                             st.booleans(), st.booleans()), max_size=5),
-                          st.integers(0, 7), st.booleans()), min_size=1, max_size=6))
-def test_the_c_item_pieces_reuse_and_make_what_the_python_reference_does(calls):
-    # Over calls the two keep their own used/kept dicts (swapped as a frame ends): equal
-    # pieces reused or made anew, equal splits, equal dicts after every call.
-    mine = {'used': {}, 'kept': {}}
-    theirs = {'used': {}, 'kept': {}}
-    for specs, phase, swap in calls:
-        items = tuple(Item(f'k{key}', VALUES[value], source, importance, 1.0, 2.0, stale,
-                           exempt) for key, value, source, importance, stale, exempt in specs)
-        positions = range(len(items))[::2] if swap else range(len(items))
-        for state, pieces in ((mine, wire_module._frame_cdr.item_pieces),
-                              (theirs, wire_module.item_pieces)):
-            state['out'] = pieces(items, positions, phase, state['used'], state['kept'],
-                                  conv.json_text)
-            if swap:
-                state['kept'], state['used'] = state['used'], {}
-        assert held(mine['out']) == held(theirs['out'])
-        for name in ('used', 'kept'):
-            assert held((piece, None) for piece in mine[name].values()) == held(
-                (piece, None) for piece in theirs[name].values())
-            assert list(mine[name]) == list(theirs[name])
-
-
-@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
-def test_the_c_item_pieces_refuse_bad_input_clearly():
-    item = Item('k', 1, Source.BOARD, 0.5, 1.0, 2.0)
-    with pytest.raises(IndexError, match='out of the items'):
-        wire_module._frame_cdr.item_pieces((item,), [1], 0, {}, {}, conv.json_text)
-    with pytest.raises(ValueError, match='phase'):
-        wire_module._frame_cdr.item_pieces((item,), [0], 8, {}, {}, conv.json_text)
-    with pytest.raises(TypeError, match='Item'):
-        wire_module._frame_cdr.item_pieces(((1, 2),), [0], 0, {}, {}, conv.json_text)
-    with pytest.raises(TypeError, match='kept piece'):
-        wire_module._frame_cdr.item_pieces((item,), [0], 0, {'k': (1,)}, {}, conv.json_text)
 
 
 def test_pieces_of_keys_gone_from_the_frames_are_not_kept_for_ever():
@@ -378,37 +267,17 @@ def test_pieces_of_keys_gone_from_the_frames_are_not_kept_for_ever():
     assert_same_wire(wire.frame(frame, 'map'), frame, 'map')
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.lists(frames(), min_size=2, max_size=3), st.booleans())
-def test_the_python_reference_writers_serialize_frames_exactly(frames_, inline):
-    # Without the C extension the encoder runs wire.item_pieces and wire.item_split.
-    built = wire_module._item_pieces, wire_module._item_split
-    wire_module._item_pieces, wire_module._item_split = (wire_module.item_pieces,
-                                                         wire_module.item_split)
-    try:
-        wire = encoder()
-        for frame in frames_ + frames_[:1]:
-            assert_same_wire(wire.frame(frame, 'map', inline_windows=inline), frame, 'map',
-                             inline_windows=inline)
-    finally:
-        wire_module._item_pieces, wire_module._item_split = built
-
-
-@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
-def test_the_c_item_pieces_take_a_frozen_values_kept_text_as_its_text():
+def test_item_pieces_take_a_frozen_values_kept_text_as_its_text():
     value = deep_freeze({'reading': 0.25})
     value.json_text = '{"kept":1}'   # what value_text returns for it: not encoded again
     item = Item('k', value, Source.BOARD, 0.5, 1.0, 2.0)
-    for pieces in (wire_module._frame_cdr.item_pieces, wire_module.item_pieces):
-        ((_, split),) = pieces((item,), (0,), 0, {}, {}, wire_module.value_text)
-        assert split == wire_module.item_split(item, '{"kept":1}', 0)
+    ((_, split),) = wire_module.item_pieces((item,), (0,), 0, {}, {}, wire_module.value_text)
+    assert split == wire_module.item_split(item, '{"kept":1}', 0)
 
 
-@pytest.mark.skipif(wire_module._frame_cdr is None, reason='core/_frame_cdr.c is not built')
-def test_the_c_item_pieces_call_any_other_text_function_they_are_given():
+def test_item_pieces_call_any_other_text_function_they_are_given():
     value = deep_freeze({'reading': 0.25})
     value.json_text = '{"kept":1}'   # value_text's: not what another text_of says
     item = Item('k', value, Source.BOARD, 0.5, 1.0, 2.0)
-    for pieces in (wire_module._frame_cdr.item_pieces, wire_module.item_pieces):
-        ((_, split),) = pieces((item,), (0,), 0, {}, {}, lambda v: '{"other":2}')
-        assert split == wire_module.item_split(item, '{"other":2}', 0)
+    ((_, split),) = wire_module.item_pieces((item,), (0,), 0, {}, {}, lambda v: '{"other":2}')
+    assert split == wire_module.item_split(item, '{"other":2}', 0)

@@ -236,12 +236,12 @@ def python_read(wire):
 def test_the_built_package_reads_board_updates_in_c():
     # CI must notice a build that silently falls back to the Python reader: this one fails then.
     assert wire_in._board_cdr is not None, (
-        'working_memory.core._board_cdr is not importable: the package was imported from a '
+        'working_memory.ros._board_cdr is not importable: the package was imported from a '
         'tree without the built extension (make build, pip install .)')
     assert wire_in._read is wire_in._board_cdr.update
 
 
-@pytest.mark.skipif(wire_in._board_cdr is None, reason='core/_board_cdr.c is not built')
+@pytest.mark.skipif(wire_in._board_cdr is None, reason='ros/_board_cdr.c is not built')
 @settings(max_examples=400)
 @given(node_updates(), st.sampled_from(['<', '>', 'rclpy']), st.data())
 def test_the_c_reader_reads_every_field_as_the_python_reader_or_neither_does(msg, order, data):

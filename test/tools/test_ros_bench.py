@@ -77,14 +77,14 @@ def test_bulk_config_is_one_cabin_selecting_every_item_key(tmp_path):
 
 
 def test_the_runs_parameters_follow_the_group_ones_on_the_nodes_command_line():
-    settings = Settings(node=('other_node', '--executor', 'single'), params=('gc_pacing:=false',))
+    settings = Settings(node=('other_node', '--executor', 'single'), params=('capacity:=64',))
     command = settings.command(100.0, overrides=('map_windows:=inline',))
     assert command[:4] == ['other_node', '--executor', 'single', '--autostart']
     overrides = [command[i + 1] for i, arg in enumerate(command) if arg == '-p']
-    assert overrides == ['tick_hz:=100.0', 'diagnostics_period_s:=0.5', 'gc_pacing:=false',
+    assert overrides == ['tick_hz:=100.0', 'diagnostics_period_s:=0.5', 'capacity:=64',
                          'map_windows:=inline']
     assert command == node_command(100.0, settings.node,
-                                   overrides=('gc_pacing:=false', 'map_windows:=inline'))
+                                   overrides=('capacity:=64', 'map_windows:=inline'))
 
 
 def test_paired_repeats_take_turns_going_first_and_keep_each_result_with_its_side():

@@ -26,18 +26,3 @@ def test_the_tick_bench_prints_hot_medians(capsys):
     assert tick.main(['--ticks', '20', '--repeats', '1']) == 0
     out = capsys.readouterr().out
     assert 'hot: assemble p50' in out and '3 packs' in out, out
-
-
-def test_the_tick_bench_compares_prepared_ticks_with_unprepared_ones(capsys):
-    assert tick.main(['--ticks', '20', '--repeats', '1', '--tick-hz', '10',
-                      '--prepare-lead', '0.001']) == 0
-    out = capsys.readouterr().out
-    assert 'hot: assemble p50' in out and 'hot, prepared 1 ms before: assemble p50' in out, out
-    assert 'prepared / unprepared assembly at the tick: ' in out, out
-
-
-def test_the_tick_bench_compares_warmed_ticks_with_unwarmed_ones(capsys):
-    assert tick.main(['--ticks', '20', '--repeats', '1', '--tick-hz', '10', '--warm']) == 0
-    out = capsys.readouterr().out
-    assert 'hot: assemble p50' in out and 'hot, warmed: assemble p50' in out, out
-    assert 'warmed / unwarmed assembly + encoding at the tick: ' in out, out

@@ -46,7 +46,7 @@ REPEATS = 5
 TARGET_SPEEDUP_CAPACITY = 10_000
 TARGET_SPEEDUP = 20.0
 TARGET_GROWTH = 3.0
-# Issue 12: evict at most 2x cachetools.LRUCache per op at every capacity.
+# Evict at most 2x cachetools.LRUCache per op at every capacity.
 TARGET_CACHETOOLS_RATIO = 2.0
 MAP_SIDE = 4000             # [cells] square grid
 QUICK_MAP_SIDE = 200

@@ -2,7 +2,7 @@
 
 Run with `tools/rosenv python -P -m working_memory.bench.intake_node [--profile]`.
 A real configured `WorkingMemoryNode` takes serialized BoardUpdates through its own
-`_take_inputs` (spin.Intake.take's loop, `_on_board`, `_received`, the conversion and
+intake (ros/ticking.py `Intake.take`'s loop, `_on_board`, `_received`, the conversion and
 the board apply); only the subscription's handle is replaced by one that hands out
 prepared bytes and message infos, as rclpy's `take_message` does; the board's changes
 are taken after every round, as a tick takes them. Each message holds
@@ -75,14 +75,14 @@ def run(node: WorkingMemoryNode, taken: list[tuple[bytes, dict]], round_size: in
         sleep_s: float) -> tuple[float, float]:
     """Return the mean wall and CPU time [us] per message of taking `taken` in rounds."""
     handle = _Handle(taken)
-    node._inputs = {'board': _Subscription(handle)}
+    node._intake._taken = [(_Subscription(handle), node._on_board)]
     # What each tick asks the board for (untimed): the apply keeps that index and its changes.
     board, interest = node._memory.board, node._memory.assembler._interest
     busy = cpu = 0.0
     for start in range(0, len(taken), round_size):
         handle.stop = start + round_size
         begin, begin_cpu = time.perf_counter(), time.thread_time()
-        node._take_inputs(1.0)
+        node._intake.take(1.0)
         busy += time.perf_counter() - begin
         cpu += time.thread_time() - begin_cpu
         board.changes(interest)

@@ -769,7 +769,7 @@ def main(argv: list[str] | None = None) -> int:
                         help='command that runs the node (an A/B build), default %(default)s')
     parser.add_argument('--param', action='append', default=[], metavar='NAME:=VALUE',
                         help='a parameter of the node in every group (an A/B setting), e.g. '
-                             'gc_pacing:=false; repeatable')
+                             'map_windows:=inline; repeatable')
     args = parser.parse_args(argv)
     quick = args.quick
     settings = Settings(repeats=1 if quick else args.repeats,

@@ -1,7 +1,7 @@
 """The node's tick from stamp to bytes, in one process (a ROS face: the node's own encoder).
 
 Run with `tools/rosenv python -P -m working_memory.bench.tick_node [--sleep 0.01] [--profile]
-[--tick-hz 10] [--prepare-lead 0.002 | --warm]`.
+[--tick-hz 10]`.
 It replays the tick `make bench-ros` measures at 100 Hz + 1 kHz (the frames100 group): the
 demo's three cabins (config/working_memory.yaml), a 4000 x 4000 map at 0.05 m, 30 sensor
 keys of which 10 change per tick, the mission and pose re-sent every second; each tick runs
@@ -33,14 +33,12 @@ from working_memory.core.gridmap import GridMap
 from working_memory.core.items import BoardEntry
 from working_memory.core.manifest import load_manifests
 from working_memory.ros import conversions as conv
-from working_memory.ros.node import WARM_MAX_BYTES
 
 SENSORS = 30             # sensor keys, as `make bench-ros` sends them
 CHANGES_PER_TICK = 10    # 1 kHz board at 100 Hz ticks
 TICK_S = 0.01            # [s]
 BOARD_HZ = 1000.0        # [1/s] board updates, one sensor each
 WARM_UP_TICKS = 300
-LATE_CHANGES = 2         # board changes within a prepared tick's lead (--prepare-lead)
 
 
 class TickReplay:
@@ -64,19 +62,11 @@ class TickReplay:
         self.tick = 0
         self._start = time.time()
 
-    def inputs(self, lead_s: float = 0.0) -> float:
-        """Apply one tick's board changes; return the tick's time [s].
-
-        With `lead_s` the node's prepare_lead_s is replayed: all but the last
-        `LATE_CHANGES` changes are prepared, then the replay sleeps `lead_s` [s]
-        before the last ones come (the tick's own share).
-        """
+    def inputs(self) -> float:
+        """Apply one tick's board changes; return the tick's time [s]."""
         self.tick += 1
         now = self._start + self.tick * self.tick_s
-        for change in range(self.changes):
-            if lead_s and change == self.changes - LATE_CHANGES:
-                self.assembler.prepare(now - lead_s, self.board)
-                time.sleep(lead_s)
+        for _ in range(self.changes):
             index = self.sent % SENSORS
             self.board.apply([BoardEntry(f'sensor:{index}', {'reading': math.sin(self.sent)},
                                          now, importance=0.05, ttl=1.0, tags=('sensor',))])
@@ -107,12 +97,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--sleep', type=float, default=0.0,
                         help='[s] asleep between ticks, as the node (cold caches)')
     parser.add_argument('--profile', action='store_true', help='cProfile the ticks instead')
-    parser.add_argument('--prepare-lead', type=float, default=0.0,
-                        help='[s] alternate ticks prepared this long before (the '
-                             "node's prepare_lead_s) with unprepared ones; print both")
-    parser.add_argument('--warm', action='store_true',
-                        help='alternate ticks the node warms first (FrameOutput.warm, before '
-                             'the tick after an idle) with unwarmed ones; print both')
     parser.add_argument('--tick-hz', type=float, default=1.0 / TICK_S,
                         help='[Hz] ticks of the 1 kHz board (10: the frames10 group, every '
                              'sensor changed per tick)')
@@ -130,40 +114,18 @@ def main(argv: list[str] | None = None) -> int:
             profile.disable()
         pstats.Stats(profile).sort_stats('tottime').print_stats(30)
         return 0
-    # Prepared and unprepared (or warmed and unwarmed) ticks take turns, so each is the
-    # other's same-run baseline.
-    variants = ['']
-    if args.prepare_lead:
-        variants.append(f', prepared {args.prepare_lead * 1e3:g} ms before')
-    if args.warm:
-        variants.append(', warmed')
     for _ in range(args.repeats):
-        assembly = {variant: [] for variant in variants}
-        encoding = {variant: [] for variant in variants}
-        for tick in range(args.ticks):
-            variant = variants[tick % len(variants)]
-            if variant == ', warmed':   # as the node: before the tick's inputs are taken
-                replay.output.warm(WARM_MAX_BYTES)
-            now = replay.inputs(args.prepare_lead if 'prepared' in variant else 0.0)
-            assembled, encoded, data = replay.run(now)
-            assembly[variant].append(assembled)
-            encoding[variant].append(encoded)
+        assembly, encoding = [], []
+        for _ in range(args.ticks):
+            assembled, encoded, data = replay.run(replay.inputs())
+            assembly.append(assembled)
+            encoding.append(encoded)
             if args.sleep:
                 time.sleep(args.sleep)
-        for variant in variants:
-            print(f'{"cold" if args.sleep else "hot"}{variant}: assemble p50 '
-                  f'{statistics.median(assembly[variant]) * 1e3:.3f} ms, encode p50 '
-                  f'{statistics.median(encoding[variant]) * 1e3:.3f} ms, {len(data)} bytes, '
-                  f'{len(replay.frames.latest().packs)} packs')
-        base = statistics.median(assembly[''])
-        for variant in variants[1:]:
-            if 'prepared' in variant:
-                ratio = statistics.median(assembly[variant]) / base
-                print(f'prepared / unprepared assembly at the tick: {ratio:.2f}x')
-            else:
-                ratio = (statistics.median(map(sum, zip(assembly[variant], encoding[variant])))
-                         / statistics.median(map(sum, zip(assembly[''], encoding['']))))
-                print(f'warmed / unwarmed assembly + encoding at the tick: {ratio:.2f}x')
+        print(f'{"cold" if args.sleep else "hot"}: assemble p50 '
+              f'{statistics.median(assembly) * 1e3:.3f} ms, encode p50 '
+              f'{statistics.median(encoding) * 1e3:.3f} ms, {len(data)} bytes, '
+              f'{len(replay.frames.latest().packs)} packs')
     return 0
 
 

@@ -1,9 +1,9 @@
 /* The put/evict hot path of core/eviction.py's WorkingSet, in C (CPython C API only), and
  * the touch of the served set an assembler makes every tick (touch_present).
  *
- * Why C: issue 12 asks for evict within 2x cachetools.LRUCache per op with the audit trail kept;
- * a stripped pure-Python copy of the design already costs 1.9x (BENCHMARKS.md), the interpreter's
- * per-statement cost being the rest. This module does exactly what `PyWorkingSet.put` does for
+ * Why C: the target is evict within 2x cachetools.LRUCache per op with the audit trail kept;
+ * the pure-Python reference costs several times that (`make bench` prints both, BENCHMARKS.md),
+ * the interpreter's per-statement cost being most of it. This module does exactly what `PyWorkingSet.put` does for
  * its common call (a str key, the value by position or keyword, a float importance in [0, 1],
  * a Source, no stamp or a finite float one, no size, bool flags; the assembler's call), on the
  * same Python objects: the slot lists, the dicts, `LevelRanking`'s levels and OrderedDicts,

@@ -166,9 +166,6 @@ class Assembler:
         self._board_sorted: list[str] = []
         self._event_keys: set[str] | None = None
         self._rewish = False  # a cabin started over: redo the whole board wish
-        # Board keys `prepare` saw removed since the last tick (or the whole index anew).
-        self._removed: set[str] = set()
-        self._removed_full = False
         # The keys some cabin found stale last tick: their items were marked stale then, and
         # nothing puts a key no cabin serves, so only keys newly stale need a look.
         self._stale_keys: set[str] = set()
@@ -254,36 +251,6 @@ class Assembler:
             return make_frame(tick, now, packs, settlement.evicted, self._ws.capacity_alarm,
                               effective=effective, readmitted=settlement.readmitted)
 
-    def prepare(self, now: float, board: BoardSnapshot) -> None:
-        """Take the board's changes so far into the cabins' selection, ahead of the next tick.
-
-        Optional, between ticks: the next `assemble` then picks up only the changes
-        since, and assembles the frame it would have made without this call (the
-        frame is still of the board at its tick; test_assembly_prepare.py holds it to
-        that). Nothing a frame shows is decided here: time-dependent judgements made
-        at `now` [s] (staleness, goal tags) are checked again at the tick's time, and
-        `now` is placed on the working set's timeline without being observed (a tick's
-        time is observed by the tick). Keys the board removed leave the working set at
-        the tick, unless it holds them again by then. Events are windowed at the tick.
-        """
-        if not is_finite_number(now):
-            raise ValueError(f'now: must be a finite time in seconds, got {now!r}')
-        with self._lock:
-            changes = board.changes(self._interest)
-            if not changes.full and not changes.entries and not changes.moved:
-                return
-            view = self._sync(board, changes)
-            effective = self._ws.timebase.place(now)
-            # What the board removed leaves the working set at the tick, if still removed
-            # then: a key removed and set again before the tick stays, as without this call.
-            self._removed_full |= changes.full
-            self._removed.update(key for key, entry in changes.entries.items() if entry is None)
-            for manifest in self._manifests.values():
-                cabin = self._cabins.get(manifest.name)
-                # A cabin to start (new or changed manifest) starts at the tick.
-                if cabin is not None and cabin.manifest is manifest:
-                    cabin.update(view.entries, changes.entries, effective)
-
     # -- selection ----------------------------------------------------------
 
     def _sync(self, board: BoardSnapshot, changes: BoardChanges) -> BoardView:
@@ -311,22 +278,13 @@ class Assembler:
         return BoardView(board.version, MappingProxyType(mirror))
 
     def _forget_removed(self, board: BoardSnapshot, changes: BoardChanges) -> None:
-        """Board items the board no longer holds leave the working set (not an eviction).
-
-        Also those `prepare` saw removed since the last tick, unless the board holds
-        them again.
-        """
+        """Board items the board no longer holds leave the working set (not an eviction)."""
         ws = self._ws
-        if changes.full or self._removed_full:
+        if changes.full:
             removed = [item.key for item in ws.items() + ws.evicted_items()
                        if item.source is Source.BOARD and item.key not in board]
         else:
             removed = [key for key, entry in changes.entries.items() if entry is None]
-            if self._removed:
-                removed += sorted(key for key in self._removed
-                                  if key not in changes.entries and key not in board)
-        self._removed_full = False
-        self._removed.clear()
         for key in removed:
             item = ws.get(key) or ws.evicted_item(key)
             if item is not None and item.source is Source.BOARD:

@@ -17,7 +17,6 @@ import numpy as np
 
 from working_memory.core.checks import check_int
 from working_memory.core.eviction import EvictionRecord, Readmission
-from working_memory.core.frozen import FrozenDict
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, Item, Missing, Source, value_text
 from working_memory.core.timebase import epoch_time
@@ -161,12 +160,6 @@ try:
     from working_memory.core._evict import changed_positions
 except ImportError:   # a source tree without the built extension
     changed_positions = py_changed_positions
-try:   # each changed item's digest encoding in C (`py_framed_each` below without the build)
-    from working_memory.core import _frame_cdr
-except ImportError:
-    _frame_cdr = None
-else:   # a frozen value's kept text is read there without a call of value_text
-    _frame_cdr.kept_texts(FrozenDict, value_text)
 
 
 def _digest(parts: Iterable[bytes]) -> str:
@@ -255,10 +248,7 @@ class ItemEncodings:
 
     def _framed_each(self, items: Iterable[Item]) -> list[bytes]:
         """Return each item's framed encoding, looked up (or made) item by item."""
-        if _frame_cdr is None:
-            return py_framed_each(items, self._used, self._kept)
-        return _frame_cdr.framed_each(items, self._used, self._kept, value_text,
-                                      encode_basestring_ascii, _SOURCE_JSON, _item_encoding)
+        return framed_each(items, self._used, self._kept)
 
     def carry(self, group: str) -> None:
         """Keep the group's last item list and its items' encodings through this tick.
@@ -346,14 +336,13 @@ def _item_encoding(item: Item) -> bytes:
     return _canonical([key, value, source.value, importance, stamp, stale, exempt])
 
 
-def py_framed_each(items: Iterable[Item], used: dict[str, tuple],
-                   kept_before: dict[str, tuple]) -> list[bytes]:
+def framed_each(items: Iterable[Item], used: dict[str, tuple],
+                kept_before: dict[str, tuple]) -> list[bytes]:
     """Return each item's framed encoding, from `used` or `kept_before` while it holds.
 
     A kept encoding is (value, source, importance, stamp, stale, exempt, framed bytes):
     it holds while the item has the very value and source and equal other content; a new
-    one is made otherwise. Each item's is put in `used`. The reference of
-    core/_frame_cdr.c's `framed_each`, which `ItemEncodings` calls when it is built.
+    one is made otherwise. Each item's is put in `used`.
     """
     parts = []
     append = parts.append

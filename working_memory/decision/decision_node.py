@@ -19,7 +19,8 @@ from working_memory.core.pack_view import PackView
 from working_memory.decision.conversions import decision_status_msg
 from working_memory.msg import BoardUpdate, DecisionStatus, LogEvent
 from working_memory.ros import qos
-from working_memory.ros.conversions import board_update_msg, declare_parameters, log_event_msg
+from working_memory.ros.conversions import board_update_msg, log_event_msg
+from working_memory.ros.parameters import declare_parameters
 from working_memory.ros.params import ParamSpec, ParamType
 from working_memory.ros.spin import run_node
 from working_memory.ros.usage import parse_node_options

@@ -1,6 +1,6 @@
 """Conversions between ROS messages and core types: the only module that touches message fields.
 
-Sections: time, log, map, frames, services, parameters, diagnostics,
+Sections: time, log, map, frames, services, diagnostics,
 board owners, frames in (the client's PackView): the working_memory messages and the
 inputs the node itself reads (their field reading lives in the pure `ros/inputs.py`, which the
 offline replay shares); the simulator and the reference cabins convert their own.
@@ -11,7 +11,6 @@ log the rejection and count it; output conversions never fail on core types.
 from __future__ import annotations
 
 import array
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -19,10 +18,6 @@ from typing import Any, Iterable, Mapping
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import OccupancyGrid
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                SetParametersResult)
-from rclpy.parameter import Parameter
-from rclpy.qos import qos_policy_name_from_kind
 from rclpy.serialization import deserialize_message
 
 from working_memory.core.eviction import CAPACITY, EvictionRecord, Readmission
@@ -42,10 +37,9 @@ from working_memory.ros.diagnostics import Status
 # The input conversions live in ros/inputs.py (pure, shared with the offline replay).
 from working_memory.ros.inputs import (BoardBatch, board_batch_from_msg,  # noqa: F401
                                        board_entry_from_msg, grid_from_msg, json_field,
-                                       pose_from_odometry, pose_from_pose_stamped,
+                                       pose_from_msg, pose_from_odometry,
+                                       pose_from_pose_stamped,
                                        seconds_from_duration, seconds_from_time)
-from working_memory.ros.params import (ParamSpec, ParamType, check_value, coerce,
-                                       param_spec)
 from working_memory.ros.wire import CANONICAL_JSON, FrameEncoder, nanoseconds
 from working_memory.ros.wire_in import UnknownEncoding, board_batch, board_update
 
@@ -245,33 +239,12 @@ class FrameOutput:
             {reason: getattr(MissingItem, reason.value) for reason in MissingReason})
         self._packs: dict[int, tuple[Pack, str, ContextPack]] = {}
         self._packs_kept = packs_kept
-        self._last: tuple | None = None   # the last frame_bytes call's arguments
-        self._last_size = 0               # [bytes] what it returned
 
     def frame_bytes(self, frame: Frame, map_frame: str,
                     inputs_received: Mapping[str, int] | None = None,
                     inline_windows: bool = True) -> bytes:
         """Return `frame` as the serialized ContextFrame `context_frame_msg` would give."""
-        data = self._encoder.frame(frame, map_frame, inputs_received, inline_windows)
-        # Kept once encoded: a frame the encoder refused is not encoded again.
-        self._last = (frame, map_frame, inputs_received, inline_windows)
-        self._last_size = len(data)
-        return data
-
-    def warm(self, max_bytes: int | None = None) -> bytes | None:
-        """Encode the last frame again and return its bytes (None before the first frame).
-
-        Changes no frame's bytes, and the encoder keeps what the last frame used
-        (FrameEncoder.frame_again). For a tick after a long idle (the node calls it
-        before taking the tick's inputs): the encoder's pieces and the frames' items,
-        which the tick's assembly reads too, are back in the CPU caches
-        (bench/tick_node.py's cold tick). Not done (None) when the last frame was larger
-        than `max_bytes`: encoding a large frame again costs more than a warm tick saves
-        (BENCHMARKS.md).
-        """
-        if self._last is None or (max_bytes is not None and self._last_size > max_bytes):
-            return None
-        return self._encoder.frame_again(*self._last)
+        return self._encoder.frame(frame, map_frame, inputs_received, inline_windows)
 
     def pack_msg(self, pack: Pack, map_frame: str) -> ContextPack:
         """Return the pack's ContextPack, converted once per pack (the latest few are kept)."""
@@ -293,149 +266,6 @@ def explain_response(response, answer: Explanation):
     response.detail = answer.detail
     return response
 
-# -- parameters ------------------------------------------------------------
-
-
-_PARAMETER_TYPES = {
-    ParamType.BOOL: Parameter.Type.BOOL,
-    ParamType.INTEGER: Parameter.Type.INTEGER,
-    ParamType.DOUBLE: Parameter.Type.DOUBLE,
-    ParamType.STRING: Parameter.Type.STRING,
-    ParamType.STRING_ARRAY: Parameter.Type.STRING_ARRAY,
-}
-
-
-def declare_parameters(node, specs) -> dict[str, Any]:
-    """Declare the rows of `specs` not yet declared on `node`; return every row's value by name.
-
-    Launch overrides win over defaults; rclpy rejects an override of the wrong
-    type or outside the range with a ParameterException naming the parameter.
-    """
-    for spec in specs:
-        if node.has_parameter(spec.name):
-            continue
-        if spec.default != []:
-            node.declare_parameter(spec.name, spec.default, parameter_descriptor(spec))
-            continue
-        # An empty list has no ROS type: declare by type, writable, set the default
-        # unless overridden, then apply the real (maybe read-only) descriptor.
-        writable = parameter_descriptor(dataclasses.replace(spec, read_only=False))
-        declared = node.declare_parameter(spec.name, parameter_type(spec), writable)
-        if declared.type_ is Parameter.Type.NOT_SET:
-            node.set_parameters([Parameter(spec.name, parameter_type(spec), [])])
-        node.set_descriptor(spec.name, parameter_descriptor(spec))
-    return {spec.name: node.get_parameter(spec.name).value for spec in specs}
-
-
-def declare_table(node, specs) -> dict[str, str]:
-    """Declare the rows of `specs` not yet declared on `node`; return the overrides refused.
-
-    Rows are declared with dynamic typing, so that a set of the wrong type reaches
-    the node's set-parameters callback, which names the parameter and the type it
-    expects (rclpy's own type check runs before any callback and names neither);
-    the callback keeps the row's type. An override the table refuses (wrong type,
-    out of range) is not applied: the row keeps its default and the refusal is
-    returned by name, so configure can fail with it while the node keeps running.
-    """
-    overrides = parameter_overrides(node)
-    refused = {}
-    for spec in specs:
-        if node.has_parameter(spec.name):
-            continue
-        value = spec.default
-        if spec.name in overrides:
-            try:
-                value = check_value(spec, coerce(spec, overrides[spec.name]))
-            except ValueError as error:
-                refused[spec.name] = str(error)
-        value = list(value) if isinstance(value, tuple) else value
-        descriptor = parameter_descriptor(spec, dynamic_typing=True)
-        if value != []:
-            node.declare_parameter(spec.name, value, descriptor, ignore_override=True)
-            continue
-        # rclpy types an empty list as a byte array: declare writable, set it as the
-        # row's type, then apply the real (maybe read-only) descriptor.
-        writable = parameter_descriptor(dataclasses.replace(spec, read_only=False),
-                                        dynamic_typing=True)
-        node.declare_parameter(spec.name, value, writable, ignore_override=True)
-        node.set_parameters([Parameter(spec.name, parameter_type(spec), [])])
-        node.set_descriptor(spec.name, descriptor)
-    return refused
-
-
-def parameter_values(node, specs) -> dict[str, Any]:
-    """Return the current value of every row of `specs` by name."""
-    return {spec.name: node.get_parameter(spec.name).value for spec in specs}
-
-
-def parameter_overrides(node) -> dict[str, Any]:
-    """Return the overrides the node was started with (params files, -p, constructor) by name."""
-    # rclpy has no public accessor (rclcpp has get_parameter_overrides()); the node keeps
-    # them in _parameter_overrides, which declare_parameter reads.
-    return {name: parameter.value for name, parameter in node._parameter_overrides.items()}
-
-
-def declared_names(node) -> list[str]:
-    """Return the names of every parameter declared on `node`."""
-    return list(node.list_parameters([], 0).names)
-
-
-def coerced_parameter(parameter: Parameter) -> Parameter:
-    """Return `parameter` with a loosely typed value as its row's type (see params.coerce)."""
-    spec = param_spec(parameter.name)
-    if spec is None or parameter.type_ is Parameter.Type.NOT_SET:
-        return parameter
-    value = coerce(spec, parameter.value)
-    if value is parameter.value:
-        return parameter
-    return Parameter(parameter.name, parameter_type(spec), value)
-
-
-def keep_declared_types(node, parameters: list[Parameter]) -> None:
-    """Restore the row's type in the descriptors of `parameters` after a set attempt.
-
-    rclpy writes the type of every value it is offered into a dynamically typed
-    descriptor, also one the callback then refuses; `ros2 param describe` must
-    keep showing the table's type.
-    """
-    for parameter in parameters:
-        spec = param_spec(parameter.name)
-        if spec is not None and node.has_parameter(parameter.name):
-            node.describe_parameter(parameter.name).type = parameter_type(spec).value
-
-
-def declare_double_array(node, name: str, default: list[float], description: str) -> list[float]:
-    """Declare a read-only double-array parameter (launch overrides win); return its value."""
-    descriptor = ParameterDescriptor(name=name, type=Parameter.Type.DOUBLE_ARRAY.value,
-                                     description=description, read_only=True)
-    return list(node.declare_parameter(name, default, descriptor).value)
-
-
-def set_parameters_result(rejection: str | None) -> SetParametersResult:
-    """Return an accepting result, or a rejecting one with the reason `rejection`."""
-    return SetParametersResult(successful=rejection is None, reason=rejection or '')
-
-
-def parameter_type(spec: ParamSpec) -> Parameter.Type:
-    """Return the rclpy parameter type of a table row."""
-    return _PARAMETER_TYPES[spec.type]
-
-
-def parameter_descriptor(spec: ParamSpec, dynamic_typing: bool = False) -> ParameterDescriptor:
-    """Return the ParameterDescriptor of a table row (range, choices, read-only)."""
-    descriptor = ParameterDescriptor(name=spec.name, type=parameter_type(spec).value,
-                                     description=spec.description, read_only=spec.read_only,
-                                     dynamic_typing=dynamic_typing)
-    if spec.choices:
-        descriptor.additional_constraints = f'one of: {", ".join(spec.choices)}'
-    if spec.range is not None and spec.type is ParamType.DOUBLE:
-        descriptor.floating_point_range = [FloatingPointRange(
-            from_value=float(spec.range[0]), to_value=float(spec.range[1]), step=0.0)]
-    elif spec.range is not None:
-        descriptor.integer_range = [IntegerRange(
-            from_value=int(spec.range[0]), to_value=int(spec.range[1]), step=1)]
-    return descriptor
-
 # -- diagnostics -----------------------------------------------------------
 
 
@@ -452,11 +282,6 @@ def diagnostic_array(statuses: list[Status], node_name: str, stamp: float) -> Di
                          values=[KeyValue(key=key, value=value) for key, value in status.values])
         for status in statuses]
     return array
-
-
-def incompatible_qos_policy(info) -> str:
-    """Return the policy name of a QoS incompatibility event (e.g. 'DURABILITY')."""
-    return qos_policy_name_from_kind(info.last_policy_kind)
 
 
 def board_update_from_bytes(data: bytes) -> Any:

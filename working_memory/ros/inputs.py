@@ -251,6 +251,13 @@ def pose_from_pose_stamped(msg, map_frame: str) -> tuple[float, float]:
     return _xy_in_frame(msg.header, msg.pose, map_frame, 'pose', 'pose')
 
 
+def pose_from_msg(msg, map_frame: str) -> tuple[float, float]:
+    """Return (x, y) [m] of an Odometry (it has a child frame) or a PoseStamped in `map_frame`."""
+    if hasattr(msg, 'child_frame_id'):
+        return pose_from_odometry(msg, map_frame)
+    return pose_from_pose_stamped(msg, map_frame)
+
+
 # The pose topics the node can take (`pose_source`), with their conversions.
 POSE_TOPICS = {'odometry': ('odom', pose_from_odometry),
                'pose_stamped': ('pose', pose_from_pose_stamped)}

@@ -121,16 +121,6 @@ PARAMS: tuple[ParamSpec, ...] = (
               'reference: each pack names its map window by digest and the window goes on '
               '~/<cabin>/window (latched) only when it changes; inline: every frame carries '
               'every window in nearby_map', choices=MAP_WINDOWS, read_only=True),
-    ParamSpec('gc_pacing', ParamType.BOOL, True,
-              "While ticking on the timer, Python's cyclic garbage collector runs right after "
-              'each tick instead of inside ticks (the process-wide collector; full '
-              'collections at most once a minute; the default, by measurement: '
-              'BENCHMARKS.md); false leaves it alone', read_only=True),
-    ParamSpec('prepare_lead_s', ParamType.DOUBLE, 0.002,
-              'Between ticks the node takes its queued inputs into the selection, the last '
-              'time this long before a timer tick [s] (at most half a period), so the tick '
-              'itself does only what came since: the same frame, sooner; 0 leaves all of it '
-              'to the tick', range=(0.0, 1.0), read_only=True),
 )
 
 CABINS_PREFIX = 'cabins.'
@@ -249,8 +239,6 @@ class NodeConfig:
     cabin_names: tuple[str, ...]
     views: bool
     map_windows: str
-    gc_pacing: bool
-    prepare_lead_s: float
 
     @property
     def size_budget(self) -> int | None:

@@ -4,11 +4,13 @@ Subscribers of `~/frame` must use `frame_qos()`: a late subscriber (a planner th
 starts after the node) then receives the current frame at once.
 """
 
-from typing import Iterable
+from typing import Any, Iterable
 
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.publisher import Publisher
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,
+                       qos_policy_name_from_kind)
 
 
 def latched_qos(depth: int = 1) -> QoSProfile:
@@ -102,3 +104,31 @@ def drop_event_handlers(node: Node, publishers: Iterable[Publisher]) -> int:
         # Node.destroy_publisher removes what is left listed here.
         publisher.event_handlers = []
     return dropped
+
+
+def input_events(topic: str, health: Any, logger: Any) -> SubscriptionEventCallbacks:
+    """Return the QoS event callbacks of an input `topic`: counted in `health`, logged.
+
+    Only what /diagnostics reports (an incompatible publisher, messages lost): no
+    default handlers, as each one is an entity in every wait set.
+    """
+    def incompatible(info) -> None:
+        policy = qos_policy_name_from_kind(info.last_policy_kind)
+        health.input_incompatible(topic, info.total_count, policy)
+        logger.error(f'{topic}: a publisher offers incompatible QoS ({policy}); '
+                     'its messages do not arrive')
+
+    def lost(info) -> None:
+        health.lost(topic, info.total_count)
+    return SubscriptionEventCallbacks(incompatible_qos=incompatible, message_lost=lost,
+                                      use_default_callbacks=False)
+
+
+def output_events(topic: str, health: Any, logger: Any) -> PublisherEventCallbacks:
+    """Return the QoS event callbacks of an output `topic`: an incompatible subscriber, logged."""
+    def incompatible(info) -> None:
+        policy = qos_policy_name_from_kind(info.last_policy_kind)
+        health.output_incompatible(topic, info.total_count, policy)
+        logger.error(f'{topic}: a subscriber requests incompatible QoS ({policy}); '
+                     'it receives nothing')
+    return PublisherEventCallbacks(incompatible_qos=incompatible, use_default_callbacks=False)

@@ -30,11 +30,6 @@ from working_memory.core.items import (Event, EventKind, Item, Missing, MissingR
                                        value_text)
 from working_memory.core.windows import window_digest
 
-try:   # The per-item bytes in C (core/_frame_cdr.c); `item_split` below without the build.
-    from working_memory.core import _frame_cdr
-except ImportError:
-    _frame_cdr = None
-
 ENCAPSULATION = b'\x00\x01\x00\x00'   # CDR little endian, no options
 # The canonical compact strict JSON of every value text (conversions.json_text too).
 CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(',', ':'), allow_nan=False)
@@ -80,8 +75,7 @@ def cdr_string(text: str) -> bytes:
 def item_split(item: Item, text: str, phase: int) -> tuple[bytes, bytes, int]:
     """Return a WorkingItem's (bytes before last_used, stale + exempt, length [bytes]).
 
-    The item starts at `phase` (offset modulo 8); `text` is its value's text. The
-    reference of core/_frame_cdr.c's `item_split`, which the encoder calls when built.
+    The item starts at `phase` (offset modulo 8); `text` is its value's text.
     """
     piece = Writer()
     piece.offset = phase
@@ -94,9 +88,6 @@ def item_split(item: Item, text: str, phase: int) -> tuple[bytes, bytes, int]:
     return data[:-_ITEM_TIME_FROM_END], data[-_ITEM_FLAGS:], len(data)
 
 
-_item_split = item_split if _frame_cdr is None else _frame_cdr.item_split
-
-
 def item_pieces(items: tuple, positions, phase: int, used: dict, kept: dict,
                 text_of) -> list[tuple[tuple, tuple]]:
     """Return the (piece, split) of `items` at `positions`, reusing kept pieces.
@@ -105,7 +96,7 @@ def item_pieces(items: tuple, positions, phase: int, used: dict, kept: dict,
     in `used` (else `kept`) is reused while it holds the very value and source and equal
     importance and flags, and is put in `used` either way. A split is `item_split`'s, made
     once per piece and phase with `text_of(value)`: the item at position 0 starts at
-    `phase`, every later one at phase 2. The reference of core/_frame_cdr.c's.
+    `phase`, every later one at phase 2.
     """
     pairs = []
     for position in positions:
@@ -121,12 +112,9 @@ def item_pieces(items: tuple, positions, phase: int, used: dict, kept: dict,
         at = phase if position == 0 else _ITEM_PHASE
         split = piece[5].get(at)
         if split is None:
-            split = piece[5][at] = _item_split(item, text_of(item[1]), at)
+            split = piece[5][at] = item_split(item, text_of(item[1]), at)
         pairs.append((piece, split))
     return pairs
-
-
-_item_pieces = item_pieces if _frame_cdr is None else _frame_cdr.item_pieces
 
 
 class Writer:
@@ -384,20 +372,6 @@ class FrameEncoder:
             self._strings = {}
         return writer.getvalue()
 
-    def frame_again(self, frame: Frame, map_frame: str,
-                    inputs_received: Mapping[str, int] | None = None,
-                    inline_windows: bool = True) -> bytes:
-        """Return the bytes of the frame `frame` just made, keeping what that frame used.
-
-        `frame` with every piece in place makes no missing entry and no window anew, so
-        the caches a frame swaps would come out empty: they are kept as the last
-        frame left them, and the next frame finds what it would have found.
-        """
-        missing, windows = self._missing_kept, self._windows
-        data = self.frame(frame, map_frame, inputs_received, inline_windows)
-        self._missing_kept, self._windows = missing, windows
-        return data
-
     # -- pieces ----------------------------------------------------------------
 
     def _inputs_segments(self, phase: int, topics: tuple[str, ...]) -> tuple[list[bytes], int]:
@@ -507,13 +481,13 @@ class FrameEncoder:
             # Encode first, then update: a value that fails to encode leaves the section whole.
             # The value's text is the one its put measured (`value_text`), not encoded again.
             if changed:
-                section.update(items, changed, offset % 8, _item_pieces(
+                section.update(items, changed, offset % 8, item_pieces(
                     items, changed, offset % 8, self._items, self._items, value_text))
             parts.append(tick_time.join(section.joinable()))
             writer.offset = offset + section.length
             return
-        pairs = _item_pieces(items, range(len(items)), offset % 8, self._items, self._items,
-                             value_text)
+        pairs = item_pieces(items, range(len(items)), offset % 8, self._items, self._items,
+                            value_text)
         splits = list(map(_SPLIT, pairs))
         section = self._sections[pack.cabin] = _Section(
             offset % 8, items, list(map(_PIECE, pairs)), splits, sum(map(_LENGTH, splits)))

@@ -27,7 +27,7 @@ from working_memory.core.items import BoardEntry
 from working_memory.ros.inputs import BoardBatch, MAX_DEPTH, board_batch_from_msg, scan_frozen
 
 try:
-    from working_memory.core import _board_cdr
+    from working_memory.ros import _board_cdr
 except ImportError:   # a source tree without the built extension: the Python reader serves
     _board_cdr = None
 
@@ -190,7 +190,7 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
 
 
 def _read_update(data: bytes) -> tuple[int, int, list[tuple], list[str]]:
-    """Return a regular update's fields as `core._board_cdr.update` does; raise otherwise.
+    """Return a regular update's fields as `ros._board_cdr.update` does; raise otherwise.
 
     (header sec, header nanosec, [(key, value text, tags, importance, sec, nanosec,
     ttl sec, ttl nanosec), ...], removed keys); the reference of the C reader.

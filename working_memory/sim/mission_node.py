@@ -15,8 +15,8 @@ from rclpy.node import Node
 from rclpy.utilities import remove_ros_args
 
 from working_memory.msg import BoardUpdate, LogEvent
-from working_memory.ros.conversions import (board_update_msg, declare_double_array,
-                                            declare_parameters, log_event_msg)
+from working_memory.ros.conversions import board_update_msg, log_event_msg
+from working_memory.ros.parameters import declare_double_array, declare_parameters
 from working_memory.ros.params import ParamSpec, ParamType, check_value
 from working_memory.ros.qos import event_log_qos, pose_qos, stream_qos
 from working_memory.ros.spin import run_node

@@ -18,8 +18,9 @@ from std_msgs.msg import String
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, EventKind
 from working_memory.msg import BoardUpdate, LogEvent
-from working_memory.ros.conversions import (board_update_msg, declare_parameters, event_from_msg,
-                                            grid_msg_from_window, log_event_msg)
+from working_memory.ros.conversions import (board_update_msg, event_from_msg, grid_msg_from_window,
+                                            log_event_msg)
+from working_memory.ros.parameters import declare_parameters
 from working_memory.ros.qos import command_qos, event_log_qos, latched_qos, map_qos, stream_qos
 from working_memory.ros.spin import run_node
 from working_memory.ros.usage import parse_node_options

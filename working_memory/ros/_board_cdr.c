@@ -1,11 +1,10 @@
 /* The fields of a serialized BoardUpdate, read in C for ros/wire_in.py's one-pass batch.
  *
- * In core, with the other C module, though only ros/wire_in.py calls it: it reads bytes and
- * knows nothing of ROS.
+ * Beside ros/wire_in.py, the one module that calls it; it reads bytes and knows nothing of ROS.
  *
  * Why C: at a 1 kHz board the node reads every update's bytes; in Python the reads of its
- * strings and numbers were half of the intake's cost per message (BENCHMARKS.md, "Issue 12,
- * board intake"). `update(data)` reads exactly what ros/wire_in.py's `_read_update` reads, the regular
+ * strings and numbers are about half of the intake's cost per message (BENCHMARKS.md, "What
+ * each speed mechanism buys"). `update(data)` reads exactly what ros/wire_in.py's `_read_update` reads, the regular
  * update only: little-endian XCDR1, every string ending in its one NUL (or of length 0) and
  * valid UTF-8, nothing past the end. It returns None for anything else, and the Python code
  * then reads the bytes its own way, so the reference stays the one definition of behaviour.

@@ -1,0 +1,88 @@
+"""What a configured working-memory node holds: the core, built from its configuration.
+
+Pure Python (no rclpy): `build_memory` is what `on_configure` makes and `on_cleanup`
+drops. The node's callbacks hand their inputs to it and its tick asks it for a frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from working_memory.core.assembly import Assembler
+from working_memory.core.board import BoardSnapshot
+from working_memory.core.eventlog import EventLog
+from working_memory.core.eviction import EvictionRecord, HalfLifeBlend, ImportanceLRU, WorkingSet
+from working_memory.core.frames import FrameStore
+from working_memory.core.gridmap import GridMap
+from working_memory.core.manifest import Manifest
+from working_memory.core.timebase import TimeBase
+from working_memory.ros.diagnostics import Health
+from working_memory.ros.params import NodeConfig
+
+# The pose topic each `pose_source` subscribes (the board gives the pose itself).
+POSE_TOPICS = {'odometry': 'odom', 'pose_stamped': 'pose'}
+
+
+@dataclass
+class Memory:
+    """The core and its health: board mirror, event log, working set, assembler, frames."""
+
+    config: NodeConfig
+    manifests: dict[str, Manifest]
+    board: BoardSnapshot
+    log: EventLog
+    working_set: WorkingSet
+    assembler: Assembler
+    frames: FrameStore
+    health: Health
+    grid: GridMap | None = None
+    pose: tuple[float, float] | None = None
+    tick: int = 0
+    last_diagnostics: float | None = None
+    # Evictions caused between ticks (a smaller capacity set at runtime), published next tick.
+    pending_evictions: list[EvictionRecord] = field(default_factory=list)
+    # Input topics by their resolved names, for the frame's receipts (set with the entities).
+    resolved_names: dict[str, str] = field(default_factory=dict)
+
+    def receipts(self) -> dict[str, int]:
+        """Return {resolved input topic: messages received so far}, for the frame's receipts."""
+        return {self.resolved_names[topic]: count
+                for topic, count in self.health.received_counts().items()}
+
+    @property
+    def timebase(self) -> TimeBase:
+        """The one effective timeline of ticks, receipts, stamps, evictions: the working set's."""
+        return self.working_set.timebase
+
+
+def pose_topic(config: NodeConfig) -> str | None:
+    """Return the topic the pose comes from (`odom`, `pose`), None when the board gives it."""
+    return POSE_TOPICS.get(config.pose_source)
+
+
+def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float) -> Memory:
+    """Return the core for `config` and `manifests`, its timeline starting at `now` [s]."""
+    policy = (HalfLifeBlend(config.half_life_s) if config.eviction_policy == 'half_life'
+              else ImportanceLRU())
+    working_set = WorkingSet(config.capacity, config.size_budget, config.exempt_prefixes, policy)
+    # Board changes, events and the latched map are sporadic: their silence is no fault.
+    inputs = {'board': None, 'map': None, 'log': None}
+    if pose_topic(config):
+        inputs[pose_topic(config)] = config.stale_after_s
+    if config.trigger_topic:
+        inputs[config.trigger_topic] = None
+    # Board and log place stamps on the working set's timeline: one timeline for all.
+    timebase = working_set.timebase
+    return Memory(config=config, manifests=manifests, board=BoardSnapshot(timebase),
+                  log=EventLog(config.event_log_limit, timebase), working_set=working_set,
+                  assembler=Assembler(manifests, working_set, pose_key=(
+                      config.pose_key if config.pose_source == 'board' else None)),
+                  frames=FrameStore(config.frames_kept),
+                  health=Health(inputs, timebase.observe(now)))
+
+
+def pose_requirers(config: NodeConfig, manifests: dict[str, Manifest]) -> list[str]:
+    """Return the cabins requiring the board key `pose_key` while the pose comes from a topic."""
+    if config.pose_source == 'board':
+        return []
+    return [name for name, manifest in manifests.items() if config.pose_key in manifest.required]
