@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rosbags.typesys.base import Nodetype
 
 from working_memory.demo.cli import hints
 from working_memory.demo.scenario import ScenarioOptions, parse_drops, run_scenario
@@ -122,6 +123,71 @@ def foxglove_topics():
                 topic = re.match(r'[^.{\[]+', path).group(0)
                 named[topic] = {FOXGLOVE_PATH_TYPES[topic]}
     return named
+
+
+# One step of a Foxglove message path: `.field`, `[:]` or `[n]`, `{field==value}`.
+PATH_STEP = re.compile(r'\.(\w+)|\[(?::|\d+)\]|\{(\w+)==[^}]*\}')
+
+
+def foxglove_paths():
+    """Return every message path of the layout's panels (raw messages, plots, tables)."""
+    layout = json.loads((CONFIG / 'foxglove' / 'working_memory.json').read_text())
+    return [path for config in layout['configById'].values()
+            for path in [config.get('topicPath')] + [p['value'] for p in config.get('paths', [])]
+            if path]
+
+
+def unresolved(path, topics, fields):
+    """Return why `path` names no field of the bag's message definitions, None if it does."""
+    topic = re.match(r'[^.{\[]+', path).group(0)
+    if topic not in topics:
+        return f'{path}: no topic {topic} in the bag'
+    kind, detail = Nodetype.NAME, topics[topic]
+    at = len(topic)
+    while at < len(path):
+        step = PATH_STEP.match(path, at)
+        if step is None:
+            return f'{path}: cannot read {path[at:]!r}'
+        field, condition = step.group(1), step.group(2)
+        if step.group(0).startswith('['):
+            if kind not in (Nodetype.ARRAY, Nodetype.SEQUENCE):
+                return f'{path}: {path[:at]} is not an array'
+            (kind, detail), _ = detail
+        else:
+            name = field or condition
+            if kind is not Nodetype.NAME or name not in fields(detail):
+                return f'{path}: {path[:at]} has no field {name!r}'
+            if field:
+                kind, detail = fields(detail)[name]
+        at = step.end()
+    return None
+
+
+def test_every_foxglove_message_path_names_a_field_of_the_demo_bag(baseline):
+    with BagReader(baseline) as reader:
+        reader.register(reader.topics)
+        found = [unresolved(path, reader.topics, reader.fields) for path in foxglove_paths()]
+    assert len(found) >= 3
+    assert not [why for why in found if why], found
+
+
+def test_a_foxglove_path_to_no_field_is_found_out(baseline):
+    # The check itself: the eviction plot's old path named no field of EvictionBatch.
+    with BagReader(baseline) as reader:
+        reader.register(reader.topics)
+        why = unresolved('/working_memory/evictions.importance', reader.topics, reader.fields)
+        ok = unresolved('/working_memory/frame.packs[:]{cabin=="planner"}.missing[0].reason',
+                        reader.topics, reader.fields)
+    assert why and why.endswith("/working_memory/evictions has no field 'importance'"), why
+    assert ok is None, ok
+
+
+def test_the_foxglove_3d_panel_centres_on_the_delivery_world():
+    # Foxglove Studio centres the camera on targetOffset (not target); thetaOffset 0 keeps
+    # the map's x axis pointing right. The delivery world is 20 x 12 m from the origin.
+    layout = json.loads((CONFIG / 'foxglove' / 'working_memory.json').read_text())
+    camera = layout['configById']['3D!working_memory']['cameraState']
+    assert camera['targetOffset'][:2] == [10, 6] and camera['thetaOffset'] == 0
 
 
 def test_rviz_config_names_only_topics_the_demo_bag_has_with_their_types(baseline):

@@ -322,6 +322,15 @@ class BagReader:
                 self._register(connection)
         return connections
 
+    def fields(self, msgtype: str) -> dict[str, tuple]:
+        """Return {field name: rosbags field type} of a registered `msgtype`; {} when unknown.
+
+        A field type is (Nodetype, detail): BASE (type, bound), NAME the message type,
+        ARRAY and SEQUENCE ((element Nodetype, element detail), length).
+        """
+        _, fields = self._typestore.fielddefs.get(msgtype, ((), ()))
+        return dict(fields)
+
     def constant_names(self, msgtype: str) -> dict[int, str]:
         """Return {value: name} of the constants of a registered `msgtype`; {} when unknown."""
         consts, _ = self._typestore.fielddefs.get(msgtype, ((), ()))
