@@ -154,6 +154,7 @@ def test_c_modules_include_only_the_python_api_and_the_c_library():
     # The package's own C, in the source tree: an installed package (a colcon workspace
     # without --symlink-install) also holds the C that rosidl generated for the messages.
     sources = sorted(SOURCE_DIR.rglob('*.c'))
+    assert sources, f'no C sources under {SOURCE_DIR}'
     includes = {path.name: re.findall(r'^#include [<"]([^>"]+)[>"]', path.read_text(), re.M)
                 for path in sources}
     offenders = sorted(f'{name} includes {header}' for name, headers in includes.items()

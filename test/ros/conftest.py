@@ -17,7 +17,8 @@ from rclpy.parameter import Parameter
 
 from working_memory.msg import BoardUpdate, ContextFrame, EvictionBatch, LogEvent
 from working_memory.ros import qos
-from working_memory.ros.node import WorkingMemoryNode, make_executor
+from working_memory.ros.node import WorkingMemoryNode
+from working_memory.ros.ticking import make_executor
 from working_memory.srv import Assemble, Explain
 
 SPIN_LIMIT_S = 20.0  # bounds a hung test; never a timing assertion

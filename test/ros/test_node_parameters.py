@@ -97,6 +97,17 @@ def test_an_unknown_override_fails_configure_naming_it_and_the_closest(start_mem
     assert f'{override}: unknown parameter (did you mean {suggestion}?)' in configure_error(capfd)
 
 
+@pytest.mark.parametrize('retired, value', [('gc_pacing', True), ('prepare_lead_s', 0.002)])
+def test_a_retired_parameter_of_an_older_params_file_is_ignored_with_a_warning(
+        start_memory, capfd, retired, value):
+    node, probe = start_memory({retired: value}, configure=False)
+    assert node.trigger_configure() == SUCCESS
+    warnings = [line for line in capfd.readouterr().err.splitlines()
+                if f'{retired}: no longer a parameter, ignored' in line]
+    assert warnings and 'WARN' in warnings[0], warnings
+    assert not node.has_parameter(retired)
+
+
 def test_an_unknown_field_in_manifests_file_fails_configure_naming_the_closest(start_memory,
                                                                                capfd, tmp_path):
     path = tmp_path / 'cabins.yaml'

@@ -2,10 +2,12 @@
  * the touch of the served set an assembler makes every tick (touch_present).
  *
  * Why C: the target is evict within 2x cachetools.LRUCache per op with the audit trail kept;
- * the pure-Python reference costs several times that (`make bench` prints both, BENCHMARKS.md),
- * the interpreter's per-statement cost being most of it. This module does exactly what `PyWorkingSet.put` does for
- * its common call (a str key, the value by position or keyword, a float importance in [0, 1],
- * a Source, no stamp or a finite float one, no size, bool flags; the assembler's call), on the
+ * the pure-Python reference costs 2.1-3.2x cachetools, this module 1.2-1.5x (64 to 100,000
+ * keys; `make bench` prints both; BENCHMARKS.md, "What each speed mechanism buys"), the
+ * interpreter's per-statement cost being the difference. This module does exactly what
+ * `PyWorkingSet.put` does for its common call (a str key, the value by position or keyword,
+ * a float importance in [0, 1], a Source, no stamp or a finite float one, no size, bool
+ * flags; the assembler's call), on the
  * same Python objects: the slot lists, the dicts, `LevelRanking`'s levels and OrderedDicts,
  * `TimeBase`'s fields, the ring log. Any other call, and every rare branch (a
  * settlement, readmitted slots at the bottom level, a level to (re)order, another ranking),

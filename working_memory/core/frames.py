@@ -466,7 +466,12 @@ class FrameStore:
             return self._frames[next(reversed(self._frames))] if self._frames else None
 
     def get(self, tick: int) -> Frame:
-        """Return the frame of `tick`; raise FrameNotFound naming the retained range."""
+        """Return the frame of `tick` (0: the latest); raise FrameNotFound naming what is kept."""
+        if tick == 0:
+            frame = self.latest()
+            if frame is None:
+                raise FrameNotFound('tick 0 (latest): no frame has been frozen yet')
+            return frame
         with self._lock:
             frame = self._frames.get(tick)
             if frame is not None:

@@ -115,7 +115,7 @@ class CabinBoard:
     `withheld`: those keys; `absent_sorted`, `stale_sorted`: the absent and the stale
     keys' notes sorted by key, kept across ticks. `touched` are the keys whose served entry
     came, went or changed in the `update`s since the last `take_touched` (everything served
-    before or after a start over), so a tick may be prepared by updates ahead of it. `version`
+    before or after a start over). `version`
     grows whenever a key comes to or leaves any of these, or its note changes: the same
     version, the same keys and notes (a served key's new entry leaves it as it is).
     """

@@ -12,15 +12,13 @@ from working_memory.core.assembly import Assembler
 from working_memory.core.board import BoardSnapshot
 from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import EvictionRecord, HalfLifeBlend, ImportanceLRU, WorkingSet
-from working_memory.core.frames import FrameStore
+from working_memory.core.frames import Frame, FrameStore
 from working_memory.core.gridmap import GridMap
 from working_memory.core.manifest import Manifest
 from working_memory.core.timebase import TimeBase
-from working_memory.ros.diagnostics import Health
+from working_memory.ros.diagnostics import CapacityUse, Health, Status
+from working_memory.ros.inputs import POSE_TOPICS
 from working_memory.ros.params import NodeConfig
-
-# The pose topic each `pose_source` subscribes (the board gives the pose itself).
-POSE_TOPICS = {'odometry': 'odom', 'pose_stamped': 'pose'}
 
 
 @dataclass
@@ -49,6 +47,46 @@ class Memory:
         return {self.resolved_names[topic]: count
                 for topic, count in self.health.received_counts().items()}
 
+    def reconfigure(self, config: NodeConfig, manifests: dict[str, Manifest]) -> NodeConfig:
+        """Take a runtime change of the configuration and manifests; return the old config.
+
+        Between ticks: items a smaller capacity evicts are evicted in the next tick (the
+        last frame still holds them), so they are published with it.
+        """
+        old, self.config = self.config, config
+        if (config.capacity, config.size_budget) != (old.capacity, old.size_budget):
+            self.pending_evictions += self.assembler.set_limits(
+                config.capacity, config.size_budget, tick=self.tick + 1)
+        if manifests != self.manifests:
+            self.manifests = manifests
+            self.assembler.set_manifests(manifests)
+        return old
+
+    def evictions(self, frame: Frame, effective: float) -> list[EvictionRecord]:
+        """Return the evictions `frame`'s tick publishes (a runtime change's first), counted."""
+        evictions = self.pending_evictions + list(frame.evictions)
+        self.pending_evictions = []
+        self.health.evicted(len(evictions), effective)
+        return evictions
+
+    def diagnostics_due(self, effective: float) -> bool:
+        """Return True (and note it) if a tick at `effective` [s] publishes its diagnostics."""
+        if (self.last_diagnostics is not None
+                and effective - self.last_diagnostics < self.config.diagnostics_period_s):
+            return False
+        self.last_diagnostics = effective
+        return True
+
+    def statuses(self, frame: Frame, effective: float) -> list[Status]:
+        """Return the health statuses of `frame`'s tick at `effective` [s] (the timeline's)."""
+        working_set = self.working_set
+        use = CapacityUse(len(working_set), working_set.capacity, working_set.size_bytes,
+                          working_set.size_budget, working_set.capacity_alarm)
+        return self.health.statuses(
+            effective, epoch=self.timebase.epoch, capacity=use,
+            missing={cabin: pack.missing for cabin, pack in frame.packs.items()},
+            stale_check=self.config.stale_check)
+
     @property
     def timebase(self) -> TimeBase:
         """The one effective timeline of ticks, receipts, stamps, evictions: the working set's."""
@@ -57,7 +95,8 @@ class Memory:
 
 def pose_topic(config: NodeConfig) -> str | None:
     """Return the topic the pose comes from (`odom`, `pose`), None when the board gives it."""
-    return POSE_TOPICS.get(config.pose_source)
+    topic, _ = POSE_TOPICS.get(config.pose_source, (None, None))
+    return topic
 
 
 def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float) -> Memory:
@@ -79,6 +118,13 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float)
                       config.pose_key if config.pose_source == 'board' else None)),
                   frames=FrameStore(config.frames_kept),
                   health=Health(inputs, timebase.observe(now)))
+
+
+def tick_description(config: NodeConfig) -> str:
+    """Return how the node ticks, for its log: on a trigger topic or at a rate."""
+    if config.trigger_topic:
+        return f'ticking on {config.trigger_topic}'
+    return f'ticking at {config.tick_hz} Hz'
 
 
 def pose_requirers(config: NodeConfig, manifests: dict[str, Manifest]) -> list[str]:

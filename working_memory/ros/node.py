@@ -19,10 +19,7 @@ from nav_msgs.msg import OccupancyGrid, Odometry
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import ClockChange, JumpHandle, JumpThreshold
 from rclpy.duration import Duration
-from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.exceptions import InvalidTopicNameException, ParameterException
-from rclpy.executors import Executor, SingleThreadedExecutor
-from rclpy.experimental import EventsExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.service import Service
@@ -31,17 +28,18 @@ from rclpy.utilities import remove_ros_args
 from std_msgs.msg import Empty
 
 from working_memory.core.explain import explain
-from working_memory.core.frames import Frame, FrameNotFound
+from working_memory.core.frames import Frame
 from working_memory.msg import BoardUpdate, ContextFrame, EvictionBatch, LogEvent
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
-from working_memory.ros.diagnostics import CapacityUse, Status, lifecycle_status
+from working_memory.ros.diagnostics import Status, lifecycle_status
 from working_memory.ros.diagnostics_topic import DiagnosticsTopic
-from working_memory.ros.memory import Memory, build_memory, pose_requirers, pose_topic
+from working_memory.ros.memory import (Memory, build_memory, pose_requirers, pose_topic,
+                                       tick_description)
 from working_memory.ros.parameters import NodeParameters, changed
 from working_memory.ros.params import NodeConfig
 from working_memory.ros.spin import run_node
-from working_memory.ros.ticking import Intake, TickTimer
+from working_memory.ros.ticking import EXECUTORS, Intake, TickTimer, make_executor
 from working_memory.ros.views import Views
 from working_memory.ros.window_topics import WindowTopics
 from working_memory.srv import Assemble, Explain
@@ -58,8 +56,8 @@ class WorkingMemoryNode(LifecycleNode):
         The table in `working_memory.ros.params.PARAMS` (tick_hz, capacity, ...), and
         `cabins.<cabin>.<field>` for each cabin in `cabin_names` (fields of
         `core.manifest.MANIFEST_FIELDS`; only `cabins.<cabin>.drop` changes at runtime).
-        Declared in the constructor (a manifests_file cabin's drop at configure, see
-        ros/params.py); values take effect at configure; runtime sets are validated,
+        Declared in the constructor (a manifests_file cabin's drop at configure:
+        ros/parameters.py); values take effect at configure; runtime sets are validated,
         refusals name the parameter, and applied between ticks.
     Subscriptions:
         `board` (BoardUpdate), `map` (nav_msgs/OccupancyGrid, latched), `log` (LogEvent),
@@ -129,7 +127,7 @@ class WorkingMemoryNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self._failure = None
         self.get_logger().info(f'configured: cabins {", ".join(manifests)}, '
-                               f'capacity {config.capacity}, ' + self._tick_description(config))
+                               f'capacity {config.capacity}, ' + tick_description(config))
         requiring = pose_requirers(config, manifests)
         if requiring:
             self.get_logger().warning(
@@ -160,8 +158,6 @@ class WorkingMemoryNode(LifecycleNode):
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Release everything from whichever state the node is in; a last lifecycle status."""
-        self._active = False
-        self._stop_ticking()
         self._release()
         self._finalized = True
         self._diagnostics.destroy()
@@ -176,8 +172,6 @@ class WorkingMemoryNode(LifecycleNode):
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Release everything so the node can be configured again."""
         self.get_logger().error(f'error while {state.label}: releasing state')
-        self._active = False
-        self._stop_ticking()
         self._release()
         self._failure = f'error while {state.label}: released'
         return TransitionCallbackReturn.SUCCESS
@@ -186,35 +180,37 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _create_entities(self, config: NodeConfig) -> None:
         """Create subscriptions, publishers, services and the clock-jump handler."""
+        # QoS events are counted for /diagnostics and logged.
+        events = (self._memory.health, self.get_logger())
         # Board and log are taken in batches on the helper node `<name>_inputs` (Intake).
         self._intake = Intake(self, self._on_intake)
         # The board taken serialized: read in place, without building message objects.
         self._intake.subscribe(BoardUpdate, 'board', self._on_board, qos.input_qos(),
-                               self._events_in('board'), raw=True)
+                               qos.input_events('board', *events), raw=True)
         self._intake.subscribe(LogEvent, 'log', self._on_log, qos.input_qos(),
-                               self._events_in('log'))
+                               qos.input_events('log', *events))
         self._entities += [
             self.create_subscription(OccupancyGrid, 'map', self._on_map, qos.map_qos(),
-                                     event_callbacks=self._events_in('map')),
+                                     event_callbacks=qos.input_events('map', *events)),
         ]
         topic = pose_topic(config)
         if topic:
             self._entities.append(self.create_subscription(
                 Odometry if topic == 'odom' else PoseStamped, topic, self._on_pose,
-                qos.pose_qos(), event_callbacks=self._events_in(topic)))
+                qos.pose_qos(), event_callbacks=qos.input_events(topic, *events)))
         if config.trigger_topic:
             try:
                 self._entities.append(self.create_subscription(
                     Empty, config.trigger_topic, self._on_trigger, qos.stream_qos(depth=10),
-                    event_callbacks=self._events_in(config.trigger_topic)))
+                    event_callbacks=qos.input_events(config.trigger_topic, *events)))
             except InvalidTopicNameException as error:
                 raise ValueError(f'trigger_topic: {error}') from None
         self._frame_pub = self.create_lifecycle_publisher(
             ContextFrame, '~/frame', qos.frame_qos(),
-            event_callbacks=self._events_out('~/frame'))
+            event_callbacks=qos.output_events('~/frame', *events))
         self._evictions_pub = self.create_lifecycle_publisher(
             EvictionBatch, '~/evictions', qos.stream_qos(),
-            event_callbacks=self._events_out('~/evictions'))
+            event_callbacks=qos.output_events('~/evictions', *events))
         self._entities += [
             self.create_service(Assemble, '~/assemble', self._handle_assemble),
             self.create_service(Explain, '~/explain', self._handle_explain),
@@ -227,7 +223,9 @@ class WorkingMemoryNode(LifecycleNode):
             post_callback=self._on_clock_jump)
 
     def _release(self) -> None:
-        """Destroy every entity created in configure and drop the core state."""
+        """Stop ticking, destroy every entity created in configure and drop the core state."""
+        self._active = False
+        self._stop_ticking()
         if self._jump_handle is not None:
             self._jump_handle.unregister()
             self._jump_handle = None
@@ -257,12 +255,6 @@ class WorkingMemoryNode(LifecycleNode):
         else:
             self.destroy_service(entity)
 
-    @staticmethod
-    def _tick_description(config: NodeConfig) -> str:
-        if config.trigger_topic:
-            return f'ticking on {config.trigger_topic}'
-        return f'ticking at {config.tick_hz} Hz'
-
     # -- runtime parameters ---------------------------------------------------
 
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
@@ -287,17 +279,8 @@ class WorkingMemoryNode(LifecycleNode):
         memory = self._memory
         if memory is None:
             return
-        config, manifests = changed(memory.config, memory.manifests, parameters)
-        old = memory.config
-        memory.config = config
-        if (config.capacity, config.size_budget) != (old.capacity, old.size_budget):
-            # Evicted in the next tick: the last frame still holds what goes.
-            memory.pending_evictions += memory.assembler.set_limits(
-                config.capacity, config.size_budget, tick=memory.tick + 1)
-        if manifests != memory.manifests:
-            memory.manifests = manifests
-            memory.assembler.set_manifests(manifests)
-        if config.tick_hz != old.tick_hz and self._ticker is not None:
+        old = memory.reconfigure(*changed(memory.config, memory.manifests, parameters))
+        if memory.config.tick_hz != old.tick_hz and self._ticker is not None:
             self._stop_ticking()
             self._start_ticking()
         self.get_logger().info('parameters set: ' + ', '.join(
@@ -349,29 +332,15 @@ class WorkingMemoryNode(LifecycleNode):
         memory.frames.publish(frame)
         if self._views is not None:
             self._views.publish(frame, memory.pose)
-        evictions = memory.pending_evictions + list(frame.evictions)
-        memory.pending_evictions = []
+        evictions = memory.evictions(frame, effective)
         if evictions or frame.readmitted:
             self._evictions_pub.publish(conv.eviction_batch_msg(
                 frame.tick, evictions, frame.readmitted, now, frame.effective))
-        memory.health.evicted(len(evictions), effective)
-        if (memory.last_diagnostics is None
-                or effective - memory.last_diagnostics >= config.diagnostics_period_s):
-            memory.last_diagnostics = effective
-            self._publish_diagnostics(frame, now, effective)
+        if memory.diagnostics_due(effective):
+            self._diagnostics.publish([self._lifecycle_status(),
+                                       *memory.statuses(frame, effective)], now)
         period = None if config.trigger_topic else config.tick_period_s
         memory.health.tick_done(time.perf_counter() - started, period)
-
-    def _publish_diagnostics(self, frame: Frame, now: float, effective: float) -> None:
-        memory = self._memory
-        working_set = memory.working_set
-        use = CapacityUse(len(working_set), working_set.capacity, working_set.size_bytes,
-                          working_set.size_budget, working_set.capacity_alarm)
-        statuses = memory.health.statuses(
-            effective, epoch=memory.timebase.epoch, capacity=use,
-            missing={cabin: pack.missing for cabin, pack in frame.packs.items()},
-            stale_check=memory.config.stale_check)
-        self._diagnostics.publish([self._lifecycle_status(), *statuses], now)
 
     def _on_idle(self) -> None:
         """Publish the lifecycle status while the node does not tick (ticks publish their own).
@@ -472,12 +441,6 @@ class WorkingMemoryNode(LifecycleNode):
                                *(conv.publication(info) if info else ()))
         return memory, now
 
-    def _events_in(self, topic: str) -> SubscriptionEventCallbacks:
-        return qos.input_events(topic, self._memory.health, self.get_logger())
-
-    def _events_out(self, topic: str) -> PublisherEventCallbacks:
-        return qos.output_events(topic, self._memory.health, self.get_logger())
-
     def _reject(self, topic: str, reason: str) -> None:
         """Count and log bad input on `topic`; the rest of the node goes on as before."""
         self._memory.health.rejected(topic, reason)
@@ -514,39 +477,11 @@ class WorkingMemoryNode(LifecycleNode):
         """Return the frozen frame of `tick` (0: latest); LookupError says what is valid."""
         if not self._active:
             raise LookupError(NOT_ACTIVE)
-        frames = self._memory.frames
-        if tick:
-            return frames.get(tick)
-        frame = frames.latest()
-        if frame is None:
-            raise FrameNotFound('tick 0 (latest): no frame has been frozen yet')
-        return frame
+        return self._memory.frames.get(tick)
 
     def _now(self) -> float:
         """Return the node clock's time [s] (ROS time: /clock under use_sim_time)."""
         return self.get_clock().now().nanoseconds * 1e-9
-
-
-EXECUTORS = ('single', 'events')
-
-
-def make_executor(context=None, kind: str = 'events') -> Executor:
-    """Return the executor the node runs in: `events` (default) or `single`, by measurement.
-
-    `events` is rclpy's EventsExecutor (a C++ event queue, no wait set rebuilt per
-    wake-up): at 100 Hz ticks + a 1 kHz board it costs about a quarter less CPU than
-    the single-threaded executor, with less jitter. It serves events in arrival order,
-    so a due tick could wait behind a flood of messages or service requests; the
-    node's own callbacks therefore tick first when the tick is overdue (ros/ticking.py).
-    `single` is rclpy's SingleThreadedExecutor, which serves every ready timer before
-    the other entities of each wait: with a board flood of ~14 000 msgs/s from
-    another process (2 shared cores, 100 Hz ticks) it kept 95-98 ticks/s; a
-    MultiThreadedExecutor with ingestion, tick and service callback groups kept
-    92-94 ticks/s: threads only add GIL hand-overs.
-    """
-    if kind == 'single':
-        return SingleThreadedExecutor(context=context)
-    return EventsExecutor(context=context)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, ParamS
                                        SPECS, cabin_param_specs, cabin_specs, check_known,
                                        check_parameter, check_refused, check_value, coerce,
                                        config_from_values, drop_cabin, drop_param_spec,
-                                       param_spec)
+                                       param_spec, retired)
 
 
 _PARAMETER_TYPES = {
@@ -196,7 +196,10 @@ class NodeParameters:
         config = config_from_values(parameter_values(self._node, PARAMS))
         manifests = self._manifests(config)
         # After _manifests: it declares the drops of the manifests_file cabins.
-        check_known(parameter_overrides(self._node), declared_names(self._node))
+        overrides = parameter_overrides(self._node)
+        check_known(overrides, declared_names(self._node))
+        for warning in retired(overrides):
+            self._node.get_logger().warning(warning)
         return config, manifests
 
     def check(self, parameters: list[Parameter],

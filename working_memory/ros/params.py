@@ -190,15 +190,32 @@ def check_parameter(name: str, value: Any) -> None:
         check_value(spec, value)
 
 
+# Parameters the node no longer has, each with what became of it: an override of one is
+# ignored with a warning (`retired`), so a params file written for an earlier release loads.
+RETIRED = {
+    'gc_pacing': "Python's collector runs as CPython schedules it (pacing it moved no "
+                 'benchmark target)',
+    'prepare_lead_s': 'inputs are selected at the tick (selecting them ahead moved no '
+                      'benchmark target)',
+}
+
+
+def retired(overrides: Iterable[str]) -> list[str]:
+    """Return a warning for each override of a RETIRED parameter: it is ignored."""
+    return [f'{name}: no longer a parameter, ignored: {RETIRED[name]}'
+            for name in overrides if name in RETIRED]
+
+
 def check_known(overrides: Iterable[str], declared: Iterable[str]) -> None:
     """Raise ValueError naming every override (a parameter name) that is not `declared`.
 
     `overrides` are the names the launch gave the node (params files, -p, constructor);
-    each unknown one comes with the closest declared name, as a typo usually is.
+    each unknown one comes with the closest declared name, as a typo usually is. A
+    RETIRED name is not unknown: `retired` warns of it.
     """
     declared = set(declared)
     problems = [f'{name}: unknown parameter' + did_you_mean(name, declared, list_known=False)
-                for name in overrides if name not in declared]
+                for name in overrides if name not in declared and name not in RETIRED]
     if problems:
         raise ValueError('; '.join(problems))
 
