@@ -38,7 +38,7 @@ def test_nothing_dropped_delivers_without_alarm_and_adapts_after_a_failed_push(r
 
 
 def test_dropping_constraints_from_the_planner_raises_an_alarm_instead_of_planning(
-        recorded_run):
+        recorded_run, capsys):
     outcome, bag = recorded_run('no_constraints')
 
     assert ('planner', 'constraint_validation') in outcome.alarms
@@ -53,6 +53,11 @@ def test_dropping_constraints_from_the_planner_raises_an_alarm_instead_of_planni
     assert 'INJECTED_DROP' in text, text
     assert inspect.main([str(bag), '--why', 'safety:zone/high_voltage', '--cabin',
                          'planner']) == 0
+    # The key was on the board from the first tick: the drop withheld it, the answer says so.
+    out = capsys.readouterr().out
+    assert '  on the board from tick 1\n' in out, out
+    assert '  first seen: never (on the board from tick 1, withheld: see below)' in out, out
+    assert 'INJECTED_DROP' in out, out
 
 
 def test_dropping_failures_from_the_executor_degrades_its_retry_policy(context):

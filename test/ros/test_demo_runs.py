@@ -201,6 +201,24 @@ def test_rviz_config_names_only_topics_the_demo_bag_has_with_their_types(baselin
         assert counts[topic] > 0, f'{topic} recorded no message'
 
 
+# The displays rviz_default_plugins provides (RViz2's user guide, "Built-in Display Types").
+RVIZ_DEFAULT_DISPLAYS = {
+    'AccelStamped', 'Axes', 'Camera', 'DepthCloud', 'Effort', 'FluidPressure', 'Grid', 'GridCells',
+    'Illuminance', 'Image', 'InteractiveMarkers', 'LaserScan', 'Map', 'Marker', 'MarkerArray',
+    'Odometry', 'Path', 'PointCloud', 'PointCloud2', 'PointStamped', 'Polygon', 'Pose',
+    'PoseArray', 'PoseWithCovariance', 'Range', 'RelativeHumidity', 'RobotModel', 'TF',
+    'Temperature', 'TwistStamped', 'Wrench'}
+
+
+def test_rviz_config_uses_default_displays_in_the_map_frame():
+    config = yaml.safe_load((CONFIG / 'rviz' / 'working_memory.rviz').read_text())
+    manager = config['Visualization Manager']
+    assert manager['Global Options']['Fixed Frame'] == 'map'
+    classes = [display['Class'] for display in manager['Displays']]
+    assert classes and all(name.startswith('rviz_default_plugins/') for name in classes), classes
+    assert {name.split('/', 1)[1] for name in classes} <= RVIZ_DEFAULT_DISPLAYS, classes
+
+
 def test_foxglove_layout_names_only_topics_the_demo_bag_has_with_their_types(baseline):
     with BagReader(baseline) as reader:
         topics = reader.topics

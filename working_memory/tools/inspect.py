@@ -29,7 +29,7 @@ from working_memory.tools import doctor, suggest
 from working_memory.tools.bag import BagError
 from working_memory.tools.recording import (FrameRecord, PackRecord, Recording, RecordingError,
                                             describe_ticks, load_recording, load_run)
-from working_memory.tools.replay import (ReplayError, agreement, format_agreement,
+from working_memory.tools.replay import (Replay, ReplayError, agreement, format_agreement,
                                          format_what_if, parameters_in_file, recorded_settings,
                                          what_if)
 from working_memory.tools.report import REPORT_SUFFIXES, write_report
@@ -140,15 +140,32 @@ def format_transitions(answer: WhyAnswer) -> list[str]:
     return [line for _, _, line in sorted(lines)]
 
 
-def format_why(answer: WhyAnswer) -> str:
-    """Return the timeline of a why-answer."""
+def board_since(bag: str, recording: Recording, key: str) -> int | None:
+    """Return the first recorded tick at which the board held `key`, by a replay of the bag.
+
+    None when it never did, or when the bag holds no inputs to replay (frames alone).
+    """
+    try:
+        run = load_run(bag, recording)
+        steps = Replay(run, recorded_settings(run)).steps() if run.inputs else ()
+        return next((step.recorded.tick for step in steps if key in step.truth.board), None)
+    except (BagError, RecordingError, ReplayError, ValueError):
+        return None
+
+
+def format_why(answer: WhyAnswer, on_board: int | None = None) -> str:
+    """Return the timeline of a why-answer; `on_board`: the first tick the board held the key."""
     lines = [f'why {answer.key!r}: {tick_label(*answer.ticks)} recorded']
+    if on_board is not None:
+        lines.append(f'  on the board from tick {on_board}')
     lines += format_transitions(answer)
     if not answer.histories:
         lines.append('  never served to or required by any cabin')
     for history in answer.histories:
         lines.append(f'cabin {history.cabin}:')
-        lines.append('  first seen: ' + ('never' if history.first_seen is None
+        never = 'never' + (f' (on the board from tick {on_board}, withheld: see below)'
+                           if on_board is not None else '')
+        lines.append('  first seen: ' + (never if history.first_seen is None
                                          else f'tick {history.first_seen}'))
         lines += [f'  {tick_label(span.first, span.last)}: {state_label(span.state)} '
                   f'({span.detail})' for span in history.spans]
@@ -192,7 +209,9 @@ def run(args: argparse.Namespace) -> str:
     if args.tick is not None:
         return format_tick(recording, args.tick, args.cabin)
     if args.why is not None:
-        return format_why(why(recording, args.why, args.cabin))
+        answer = why(recording, args.why, args.cabin)
+        unseen = any(history.first_seen is None for history in answer.histories)
+        return format_why(answer, board_since(args.bag, recording, args.why) if unseen else None)
     if args.report is not None:
         path = write_report(recording, args.report, map_tick=args.map_tick, cabin=args.cabin,
                             capacity=args.capacity)
