@@ -106,8 +106,9 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float)
     working_set = WorkingSet(config.capacity, config.size_budget, config.exempt_prefixes, policy)
     # Board changes, events and the latched map are sporadic: their silence is no fault.
     inputs = {'board': None, 'map': None, 'log': None}
-    if pose_topic(config):
-        inputs[pose_topic(config)] = config.stale_after_s
+    topic = pose_topic(config)
+    if topic:
+        inputs[topic] = config.stale_after_s
     if config.trigger_topic:
         inputs[config.trigger_topic] = None
     # Board and log place stamps on the working set's timeline: one timeline for all.
