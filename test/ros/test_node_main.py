@@ -86,6 +86,10 @@ def test_main_exits_cleanly_once_the_node_is_shut_down(context, add_node, spin_u
         cwd=tmp_path)
     try:
         assert spin_until(client.service_is_ready), 'no change_state service'
+        # service_is_ready sees the request side only; a loaded machine may not yet have
+        # matched the reply side, and a reply then is dropped (rmw: 'failed to send
+        # response'). A transition of no known name, refused, proves the reply way first.
+        assert spin_until(lambda: answered(client, spin_until)), 'change_state never answered'
         future = client.call_async(ChangeState.Request(
             transition=Transition(id=Transition.TRANSITION_ACTIVE_SHUTDOWN)))
         assert spin_until(future.done) and future.result().success
@@ -94,6 +98,16 @@ def test_main_exits_cleanly_once_the_node_is_shut_down(context, add_node, spin_u
         if node.poll() is None:
             node.kill()
             node.wait()
+
+
+def answered(client, spin_until):
+    """Return whether a transition of no known name got its answer (a refusal)."""
+    future = client.call_async(ChangeState.Request(transition=Transition(label='no_such')))
+    if spin_until(future.done, timeout=1.0):
+        assert not future.result().success
+        return True
+    client.remove_pending_request(future)
+    return False
 
 
 HANGING_STOP = """
