@@ -34,8 +34,8 @@ NO_ROSDEP_KEY = {'rosbags', 'cachetools', 'pyte', 'mcap'}
 # ROS packages imported under their own name (the rosdep key is the package name).
 ROS_PACKAGES = {
     'ament_flake8', 'ament_index_python', 'ament_pep257', 'launch', 'launch_pytest',
-    'launch_ros', 'launch_testing', 'launch_testing_ros', 'rclpy', 'ros2cli', 'ros2launch',
-    'rosidl_runtime_py',
+    'launch_ros', 'launch_testing', 'launch_testing_ros', 'py_trees', 'rclpy', 'ros2cli',
+    'ros2launch', 'rosidl_runtime_py',
 }
 # CMake packages that are no ROS package -> their rosdep key (rosdistro rosdep/base.yaml).
 CMAKE_KEYS = {'Python3': 'python3-dev'}
