@@ -22,6 +22,7 @@ from working_memory.ros.conversions import (board_batch_from_msg, board_update_m
                                             grid_msg_from_window, seconds_from_time,
                                             time_from_seconds)
 from working_memory.ros.qos import frame_qos, stream_qos
+from working_memory.trees.planner_tree_node import PlannerTreeNode
 
 ZONE = {'polygon': [[4.0, 1.5], [6.0, 1.5], [6.0, 3.5], [4.0, 3.5]]}
 DOOR = {'state': 'closed', 'x': 8.0, 'y': 2.5, 'width': 1.2}
@@ -109,11 +110,18 @@ def start(context, add_node, namespace):
     return make
 
 
-def test_planner_and_executor_report_the_frame_they_used(start, probe, spin_until):
+# The planner rebuilt as a py_trees tree (working_memory/trees) must decide as the plain one.
+@pytest.fixture(params=[PlannerNode, PlannerTreeNode], ids=['plain', 'tree'])
+def planner_class(request):
+    return request.param
+
+
+def test_planner_and_executor_report_the_frame_they_used(start, probe, spin_until,
+                                                         planner_class):
     msg, digest = frame(11, planner=PLANNER_VALUES,
                         executor={'pose': {'x': 1.0, 'y': 2.5, 'yaw': 0.0}, 'route': ROUTE})
     probe.frames.publish(msg)
-    start(PlannerNode)
+    start(planner_class)
     start(ExecutorNode)
     assert spin_until(lambda: probe.status('planner', 11) and probe.status('executor', 11))
     planner, executor = probe.status('planner', 11), probe.status('executor', 11)
@@ -126,20 +134,22 @@ def test_planner_and_executor_report_the_frame_they_used(start, probe, spin_unti
     assert probe.cmd_vel[-1].linear.x > 0.0
 
 
-def test_planner_route_detours_around_the_zone_in_its_pack(start, probe, spin_until):
+def test_planner_route_detours_around_the_zone_in_its_pack(start, probe, spin_until,
+                                                           planner_class):
     probe.frames.publish(frame(3, planner=PLANNER_VALUES)[0])
-    start(PlannerNode, robot_radius_m=0.25)
+    start(planner_class, robot_radius_m=0.25)
     assert spin_until(lambda: 'route' in probe.board)
     waypoints = np.array(probe.board['route']['waypoints'])
     assert len(waypoints) > 2   # the straight line crosses the zone at y = 2.5
     assert probe.board['route']['reaches_goal'] is True
 
 
-def test_planner_alarms_and_holds_when_constraints_were_dropped(start, probe, spin_until):
+def test_planner_alarms_and_holds_when_constraints_were_dropped(start, probe, spin_until,
+                                                                planner_class):
     dropped = (Missing('board:safety:*', MissingReason.INJECTED_DROP, 'manifest drop'),)
     values = {key: value for key, value in PLANNER_VALUES.items() if not key.startswith('safety')}
     probe.frames.publish(frame(4, planner=(values, (), dropped))[0])
-    start(PlannerNode)
+    start(planner_class)
     assert spin_until(lambda: probe.events_of(EventKind.ALARM, 'constraint_validation'))
     alarm = probe.events_of(EventKind.ALARM, 'constraint_validation')[0]
     assert alarm.detail['missing'] == [{'key': 'board:safety:*', 'reason': 'INJECTED_DROP',
@@ -215,9 +225,10 @@ def test_monitor_alarms_when_a_cabin_reports_another_digest_for_the_tick(start, 
                                                    'not-the-frame': ['planner']}}
 
 
-def test_monitor_stays_quiet_while_all_cabins_read_the_same_frames(start, probe, spin_until):
+def test_monitor_stays_quiet_while_all_cabins_read_the_same_frames(start, probe, spin_until,
+                                                                   planner_class):
     executor_values = {'pose': {'x': 1.0, 'y': 2.5, 'yaw': 0.0}, 'route': ROUTE}
-    start(PlannerNode)
+    start(planner_class)
     start(ExecutorNode)
     start(MonitorNode)
     for tick in (1, 2, 3):
@@ -238,12 +249,13 @@ def test_status_is_stamped_with_sim_time(context, start, probe, spin_until, name
     assert seconds_from_time(probe.status('planner', 12).header.stamp) == 42.5
 
 
-def test_loop_closes_through_the_real_working_memory_node(start_memory, start, probe, spin_until):
+def test_loop_closes_through_the_real_working_memory_node(start_memory, start, probe,
+                                                          spin_until, planner_class):
     # The executor's manifest must carry the planner's route for the loop to close.
     node, memory = start_memory({'cabins.planner.map.radius_m': 12.0,
                                  'cabins.executor.board_keys': ['action:*', 'pose', 'route'],
                                  'tick_hz': 20.0})
-    start(PlannerNode, robot_radius_m=0.2)
+    start(planner_class, robot_radius_m=0.2)
     start(ExecutorNode)
     memory.wait_matched(memory.board, memory.map)
     memory.map.publish(grid_msg_from_window(room(), 'map', 0.0))

@@ -15,6 +15,7 @@ EXECUTABLES = [
     ('working_memory.decision.planner_node', 'planner_node', 'replan_period_s'),
     ('working_memory.decision.executor_node', 'executor_node', 'pack_timeout_s'),
     ('working_memory.decision.monitor_node', 'monitor_node', 'status_topics'),
+    ('working_memory.trees.planner_tree_node', 'planner_tree_node', 'replan_period_s'),
     ('working_memory.sim.sim_node', 'sim_world_node', 'real_time_factor'),
     ('working_memory.sim.mission_node', 'mission_node', 'zone_polygon'),
     ('working_memory.tools.recorder_node', 'recorder_node', 'bag_path'),

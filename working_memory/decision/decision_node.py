@@ -102,16 +102,17 @@ class DecisionNode(Node):
 
 
 def run_decision_node(node_class: type[DecisionNode], name: str, description: str,
-                      args: list[str] | None) -> int:
+                      args: list[str] | None, executable: str | None = None) -> int:
     """Run the `<name>_node` executable: its usage on `-h/--help`, else `node_class` (run_node).
 
     Args:
         node_class: the node to spin.
-        name: its default node name; the executable is `<name>_node`.
+        name: its default node name; the executable is `<name>_node` unless `executable`.
         description: the paragraph `--help` prints on what the node does.
         args: the whole command line as rclpy.init takes it (None: sys.argv).
+        executable: the executable's name when it is not `<name>_node`.
     """
-    parse_node_options(f'{name}_node', description, name,
+    parse_node_options(executable or f'{name}_node', description, name,
                        [spec.name for spec in COMMON_PARAMS + node_class.PARAMS],
                        remove_ros_args(sys.argv if args is None else args))
     return run_node(node_class, args)

@@ -74,13 +74,24 @@ class PlannerNode(DecisionNode):
         if alarm is not None:
             self._hold(view, alarm, now)
             return
+        self._constraints_back(view)
+        if not self._due(now):
+            self._keep_route(view, now)
+            return
+        self._replan(view, now)
+
+    def _constraints_back(self, view: PackView) -> None:
+        """End an alarm episode: the next plan is due at once."""
         if self._alarm_signature is not None:
             self.get_logger().info(f'tick {view.tick}: safety constraints back, alarm cleared')
             self._alarm_signature, self._planned_at = None, None
-        if not self._due(now):
-            self.publish_status(view, 'keep_route',
-                                {'alarm': False, 'route_tick': self._route_tick}, now)
-            return
+
+    def _keep_route(self, view: PackView, now: float) -> None:
+        self.publish_status(view, 'keep_route', {'alarm': False, 'route_tick': self._route_tick},
+                            now)
+
+    def _replan(self, view: PackView, now: float) -> None:
+        """Plan on `view` and publish the route, the no-route status or the alarm."""
         self._planned_at = now
         result = self._planner.plan(view)
         if isinstance(result, ConstraintAlarm):   # a constraint it could not read

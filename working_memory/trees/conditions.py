@@ -34,6 +34,12 @@ def note_for(key: str, missing: Mapping[str, Missing]) -> Missing | None:
     return None
 
 
+def note_text(key: str, note: Missing, stamp: float) -> str:
+    """Return `key: REASON (detail)` of a missing note read at the pack's `stamp` [s]."""
+    about = '' if note.key == key else f' [note on {note.key}]'
+    return f'{key}: {note.reason.value} ({note.text(stamp)}){about}'
+
+
 def why_missing(key: str, cabin: str, tick: int, stamp: float,
                 missing: Mapping[str, Missing]) -> str:
     """Return why `key` is not in `cabin`'s pack of `tick`: the note's reason and detail."""
@@ -41,8 +47,7 @@ def why_missing(key: str, cabin: str, tick: int, stamp: float,
     if note is None:
         return (f'{key}: not in the {cabin} pack of tick {tick} (no missing note: '
                 'its manifest does not require it)')
-    about = '' if note.key == key else f' [note on {note.key}]'
-    return f'{key}: {note.reason.value} ({note.text(stamp)}){about}'
+    return note_text(key, note, stamp)
 
 
 class _PackCondition(py_trees.behaviour.Behaviour):
