@@ -1,6 +1,7 @@
 """Start the decision loop: working memory (auto-activated) plus planner, executor and monitor.
 
-Every node gets the same namespace, parameter file and use_sim_time. The
+Every node gets the same namespace, parameter file and use_sim_time; `cabins:=trees` runs the
+planner as a py_trees behaviour tree (planner_tree_node), same name and topics. The
 decision nodes read `<namespace>/working_memory/frame`; the simulator (or a
 real robot) provides board, log, map, /clock and consumes cmd_vel.
 """
@@ -9,9 +10,9 @@ import importlib.util
 import pathlib
 
 from launch import LaunchDescription
-from launch.actions import IncludeLaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import LaunchConfiguration
+from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -35,9 +36,17 @@ def generate_launch_description() -> LaunchDescription:
         PythonLaunchDescriptionSource(str(WORKING_MEMORY_LAUNCH)),
         launch_arguments={argument.name: LaunchConfiguration(argument.name)
                           for argument in arguments}.items())
+    cabins = DeclareLaunchArgument(
+        'cabins', default_value='plain', choices=['plain', 'trees'],
+        description='Decision nodes: the plain reference cabins, or the planner as a py_trees '
+                    'behaviour tree (planner_tree_node) beside the plain executor and monitor')
+    # The launch argument's choices are checked before this expression is evaluated.
+    planner = PythonExpression(["'planner_tree_node' if '", LaunchConfiguration('cabins'),
+                                "' == 'trees' else 'planner_node'"])
     decision_nodes = [
-        Node(package='working_memory', executable=f'{name}_node', name=name,
+        Node(package='working_memory',
+             executable=planner if name == 'planner' else f'{name}_node', name=name,
              namespace=LaunchConfiguration('namespace'),
              parameters=working_memory.common_parameters(), output='screen')
         for name in DECISION_NODES]
-    return LaunchDescription([*arguments, include, *decision_nodes])
+    return LaunchDescription([*arguments, cabins, include, *decision_nodes])

@@ -18,6 +18,9 @@ def test_launch_arguments_are_shown_with_a_description_each(file_name):
     shown = subprocess.run(['ros2', 'launch', 'working_memory', file_name, '--show-args'],
                            capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=True)
     arguments = dict(re.findall(r"^    '(\w+)':\n        (\S.*)$", shown.stdout, re.M))
-    assert set(arguments) == {'namespace', 'params_file', 'use_sim_time'}, shown.stdout
+    bringup = {'cabins'} if file_name == 'bringup.launch.py' else set()
+    assert set(arguments) == {'namespace', 'params_file', 'use_sim_time'} | bringup, shown.stdout
     assert 'any namespace' in arguments['params_file']
     assert "Valid choices are: ['true', 'false']" in arguments['use_sim_time']
+    if bringup:
+        assert "Valid choices are: ['plain', 'trees']" in arguments['cabins']

@@ -8,7 +8,7 @@ shared with test_faults.py.
 
 import pytest
 
-from working_memory.demo.scenario import ScenarioOptions, parse_drops, run_scenario
+from working_memory.demo.scenario import Scenario, ScenarioOptions, parse_drops, run_scenario
 from working_memory.tools import inspect
 from working_memory.tools.recording import load_recording
 from working_memory.tools.why import why
@@ -76,3 +76,42 @@ def test_dropping_failures_from_the_executor_degrades_its_retry_policy(context):
 def test_a_malformed_drop_spec_is_rejected_with_the_expected_form(spec):
     with pytest.raises(ValueError, match='CABIN:CATEGORY'):
         parse_drops([spec])
+
+
+# The planner as a py_trees tree (`--cabins trees`) reaches the plain cabins' three outcomes.
+def test_the_tree_planner_delivers_the_baseline_without_alarm(context):
+    outcome = run_scenario(scenario(cabins='trees'), context=context)
+
+    assert outcome.delivered, outcome
+    assert outcome.alarms == []   # no constraint alarm, no tearing: the tree reports its frame
+    assert outcome.zone_violations == 0 and outcome.collisions == 0
+    assert 'remote_open' in outcome.door_strategies
+    assert outcome.retry_policies == {'adaptive'}
+    assert outcome.planner_decisions.get('route', 0) > 0
+
+
+def test_the_tree_planner_holds_with_an_alarm_without_its_constraints(context):
+    outcome = run_scenario(scenario(['planner:constraints'], cabins='trees',
+                                    sim_time_limit_s=8.0), context=context)
+
+    assert ('planner', 'constraint_validation') in outcome.alarms
+    assert outcome.planner_decisions.get('alarm', 0) > 0
+    assert 'route' not in outcome.planner_decisions
+    assert outcome.zone_violations == 0
+    assert not outcome.delivered
+
+
+def test_the_tree_planner_beside_an_executor_without_failures_stays_conservative(context):
+    outcome = run_scenario(
+        scenario(['executor:failures'], cabins='trees', sim_time_limit_s=40.0), context=context,
+        until=lambda o: o.failures >= 1 and len(o.door_strategies) >= 2)
+
+    assert outcome.retry_policies == {'conservative'}
+    assert outcome.failures >= 1
+    assert 'remote_open' not in outcome.door_strategies
+    assert outcome.alarms == []
+
+
+def test_an_unknown_cabin_set_is_refused():
+    with pytest.raises(ValueError, match='cabins: must be one of plain, trees'):
+        Scenario(scenario(cabins='bushes'))

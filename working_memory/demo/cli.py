@@ -14,7 +14,8 @@ from typing import Mapping
 
 from working_memory.core.items import EventKind
 from working_memory.core.manifest import Manifest, ManifestError
-from working_memory.demo.scenario import DROP_CATEGORIES, Outcome, describe_drops, parse_drops
+from working_memory.demo.scenario import (CABIN_SETS, DROP_CATEGORIES, Outcome, describe_drops,
+                                          parse_drops)
 from working_memory.tools.recording import Recording
 
 EXIT_OK, EXIT_NOT_AS_INTENDED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -29,6 +30,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument('--drop', action='append', default=[], metavar='CABIN:CATEGORY',
                         help='missing-item injection: drop a category from a cabin manifest '
                              f'({", ".join(DROP_CATEGORIES)}, or a raw manifest drop entry)')
+    parser.add_argument('--cabins', choices=sorted(CABIN_SETS), default='plain',
+                        help='decision nodes: the plain reference cabins, or the planner as a '
+                             'py_trees behaviour tree (default: plain)')
     parser.add_argument('--seed', type=int, default=7, help='world seed (door outcomes, noise)')
     parser.add_argument('--out', type=Path, default=Path('out'),
                         help='directory for the bag and the report (default: out/)')

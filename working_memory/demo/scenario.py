@@ -34,6 +34,7 @@ from working_memory.sim.conversions import json_from_string_msg
 from working_memory.sim.sim_node import SimWorldNode
 from working_memory.tools.recorder_node import RecorderNode
 from working_memory.tools.replay import PARAMETERS_KEY
+from working_memory.trees.planner_tree_node import PlannerTreeNode
 
 # What `--drop CABIN:CATEGORY` removes from a manifest; any other CATEGORY is taken as a
 # raw manifest drop entry (a key, a glob, "board:<glob>", "events:<KIND>" or "map").
@@ -43,6 +44,14 @@ DROP_CATEGORIES: dict[str, tuple[str, ...]] = {
     'actions': ('events:ACTION', 'action:*'),
     'goals': ('goal:*', 'events:GOAL'),
     'map': ('map',),
+}
+
+
+# The decision nodes of `--cabins`: the plain reference cabins, or the planner as a py_trees
+# tree (working_memory/trees) beside the plain executor and monitor; same topics either way.
+CABIN_SETS: dict[str, tuple[type, ...]] = {
+    'plain': (PlannerNode, ExecutorNode, MonitorNode),
+    'trees': (PlannerTreeNode, ExecutorNode, MonitorNode),
 }
 
 
@@ -109,6 +118,7 @@ class ScenarioOptions:
     params_file: Path | None = None
     bag_path: Path | None = None
     extra_params: dict[str, object] = field(default_factory=dict)  # working_memory node
+    cabins: str = 'plain'            # a key of CABIN_SETS
 
 
 @dataclass
@@ -189,6 +199,9 @@ class Scenario:
     """Build the closed loop in `context`, run it until delivery or a time limit, stop it."""
 
     def __init__(self, options: ScenarioOptions, context=None):
+        if options.cabins not in CABIN_SETS:
+            raise ValueError(f'cabins: must be one of {", ".join(CABIN_SETS)}, '
+                             f'got {options.cabins!r}')
         self.options = options
         self.outcome = Outcome(bag_path=options.bag_path)
         sim_time = [Parameter('use_sim_time', value=True)]
@@ -210,7 +223,7 @@ class Scenario:
             cli_args=['--ros-args', '--params-file', str(params_file)])
         self.deciders = [cls(context=context, parameter_overrides=sim_time,
                              cli_args=['--ros-args', '--params-file', str(params_file)])
-                         for cls in (PlannerNode, ExecutorNode, MonitorNode)]
+                         for cls in CABIN_SETS[options.cabins]]
         self.observer = Observer(self.outcome, context=context)
         self.recorder = None
         if recording:
