@@ -1,6 +1,6 @@
 """The package's rooms import one way, and every room's pure logic imports no ROS.
 
-core <- ros <- client <- decision / sim / tools / bench <- trees <- demo: a module may import
+core <- ros <- client <- decision / sim / tools <- trees <- bench / demo: a module may import
 its own room and the rooms below it, never a room above or beside it. The product
 (core, ros, client) therefore imports none of the reference cabins, the simulator,
 the tools or the demo. A module is a ROS face when its name says so (node, qos, spin, ticking,
@@ -21,8 +21,8 @@ import working_memory.core
 
 PACKAGE_DIR = pathlib.Path(working_memory.core.__file__).resolve().parents[1]
 SOURCE_DIR = pathlib.Path(__file__).resolve().parents[1] / 'working_memory'
-LEVELS = {'core': 0, 'ros': 1, 'client': 2, 'decision': 3, 'sim': 3, 'tools': 3, 'bench': 3,
-          'trees': 4, 'demo': 5}
+LEVELS = {'core': 0, 'ros': 1, 'client': 2, 'decision': 3, 'sim': 3, 'tools': 3, 'trees': 4,
+          'bench': 5, 'demo': 5}
 ROS_FACES = {'node', 'qos', 'spin', 'ticking', 'conversions', 'parameters', 'client', 'views',
              'window_topics', 'diagnostics_topic'}
 ROS_MODULES = ('rclpy', 'rosidl_parser', 'rosidl_runtime_py', 'rcl_interfaces',
