@@ -1,12 +1,14 @@
 """A py_trees tree on WorkingMemoryClient over real DDS: its status names the pack it read."""
 
+import pathlib
+
 import py_trees
 import pytest
 import rclpy
 
 from working_memory.client import WorkingMemoryClient
 from working_memory.core.frames import make_frame, make_pack
-from working_memory.core.items import Item, Source
+from working_memory.core.items import Item, Missing, MissingReason, Source
 from working_memory.msg import ContextFrame, DecisionStatus
 from working_memory.ros.conversions import context_frame_msg
 from working_memory.ros.qos import frame_qos, stream_qos
@@ -83,4 +85,49 @@ def test_the_tree_status_carries_the_pack_read_at_the_tree_tick_start(
     assert (statuses[1].tick, statuses[1].digest) == (2, second_digest)
     tree.shutdown()
     publisher.destroy()
+    client.destroy()
+
+
+def doc_example():
+    """Return the first Python block of docs/TREES.md."""
+    text = (pathlib.Path(__file__).resolve().parents[2] / 'docs' / 'TREES.md').read_text()
+    return text.split('```python\n', 1)[1].split('```', 1)[0]
+
+
+def test_the_example_of_docs_trees_runs_and_explains_a_missing_item(context, add_node,
+                                                                    spin_until):
+    node = add_node(rclpy.create_node('doc_tree', context=context))
+    probe = add_node(rclpy.create_node('doc_probe', context=context))
+    frames = probe.create_publisher(ContextFrame, '/working_memory/frame', frame_qos())
+    statuses = []
+    probe.create_subscription(DecisionStatus, '/doc_tree/status', statuses.append, stream_qos())
+    now = node.get_clock().now().nanoseconds * 1e-9
+    zone = Item('safety:zone/high_voltage', {'polygon': [[0, 0], [1, 0], [1, 1]]}, Source.BOARD,
+                1.0, now, now)
+    pose = Item('pose', {'x': 1.0, 'y': 2.0}, Source.BOARD, 0.5, now, now)
+    evicted = Missing('safety:zone/high_voltage', MissingReason.EVICTED,
+                      'evicted at tick 1 (capacity): importance 0.30, unused since its last use')
+
+    def publish(tick, items, missing=()):
+        # Stamped when sent: the example's KeyFresh allows the pack 0.5 s.
+        stamp = node.get_clock().now().nanoseconds * 1e-9
+        core = make_frame(tick, stamp, [make_pack('planner', tick, stamp, items, (), None,
+                                                  missing)])
+        frames.publish(context_frame_msg(core, 'map'))
+
+    scope = {'node': node}
+    exec(doc_example(), scope)   # noqa: S102 - the documented example, as a user runs it
+    client = scope['client']
+    assert spin_until(lambda: node.count_subscribers('/doc_tree/status') == 1)
+    publish(1, [pose, zone])
+    assert spin_until(lambda: any(status.tick == 1 for status in statuses))
+    first = next(status for status in statuses if status.tick == 1)
+    assert (first.decision, first.detail) == ('go', '{"x":1.0,"y":2.0}')
+    publish(2, [pose], [evicted])
+    assert spin_until(lambda: any(status.tick == 2 for status in statuses))
+    assert next(status for status in statuses if status.tick == 2).decision == 'hold'
+    present = scope['root'].children[1].children[0].children[0]
+    assert present.feedback_message.startswith(
+        'safety:zone/high_voltage: EVICTED (evicted at tick 1 (capacity)')
+    scope['tree'].shutdown()
     client.destroy()
