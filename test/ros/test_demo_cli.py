@@ -12,9 +12,9 @@ import time
 import pytest
 
 from working_memory.core.manifest import load_manifests
-from working_memory.demo.cli import (EXIT_INTERRUPTED, EXIT_NOT_AS_INTENDED, EXIT_OK, Progress,
-                                     drops_from_specs, exit_code, parse_args, summary,
-                                     verdict)
+from working_memory.demo.cli import (EXIT_INTERRUPTED, EXIT_NOT_AS_INTENDED, EXIT_OK,
+                                     EXIT_USAGE, Progress, drops_from_specs, exit_code,
+                                     parse_args, summary, verdict)
 from working_memory.demo.demo import main
 from working_memory.demo.scenario import Outcome, default_params_file
 
@@ -129,3 +129,12 @@ def test_a_real_run_shows_progress_from_the_first_pose_and_says_it_was_interrupt
     assert len(printed) == len(set(printed)), 'a line was printed twice'
     assert (tmp_path / 'delivery_baseline' / 'metadata.yaml').is_file()
     assert (tmp_path / 'delivery_baseline.html').is_file()
+
+
+def test_the_cabins_option_picks_plain_or_trees_and_refuses_others(capsys):
+    assert parse_args([]).cabins == 'plain'
+    assert parse_args(['--cabins', 'trees']).cabins == 'trees'
+    with pytest.raises(SystemExit) as exited:
+        parse_args(['--cabins', 'bushes'])
+    assert exited.value.code == EXIT_USAGE
+    assert "invalid choice: 'bushes' (choose from 'plain', 'trees')" in capsys.readouterr().err
