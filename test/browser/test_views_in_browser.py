@@ -10,6 +10,7 @@ the report's outcome and figures. WM_VIEWS_OUT=<folder> keeps the screenshots th
 import csv
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -31,12 +32,19 @@ ROBOT_TOLERANCE_M = 0.75  # its arrow's centre lies ahead of the pose, up to hal
 
 def views(modules: Path, command: str, out: Path, **args) -> dict:
     """Return what tools/browser/views.js saw (`command`: foxglove or report)."""
-    result = subprocess.run(
+    # A session of its own: a hung run is ended with its browser, not only node.
+    process = subprocess.Popen(
         ['node', str(TOOLS / 'views.js'), command, json.dumps({**args, 'out': str(out)})],
-        env={**os.environ, 'NODE_PATH': str(modules)}, capture_output=True, text=True,
-        timeout=VIEWS_LIMIT_S)
-    assert result.returncode == 0, f'views.js {command} failed:\n{result.stderr}'
-    return json.loads(result.stdout)
+        env={**os.environ, 'NODE_PATH': str(modules)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=VIEWS_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        pytest.fail(f'views.js {command} still running after {VIEWS_LIMIT_S} s:\n{stderr}')
+    assert process.returncode == 0, f'views.js {command} failed:\n{stderr}'
+    return json.loads(stdout)
 
 
 def out_dir(tmp_path_factory, name: str) -> Path:
@@ -66,7 +74,7 @@ def foxglove(demo_run, browser_tools, range_server, tmp_path_factory):
         at = f'1970-01-01T00:00:{int(seconds):02d}.{round(fraction * 1e9):09d}Z'
         seen = views(browser_tools, 'foxglove', out_dir(tmp_path_factory, 'foxglove'),
                      base=server.url, bag=f'{server.url}/bag/{mcap.name}', layout=str(LAYOUT),
-                     time=at)
+                     time=at, ready='ContextFrame @ ')
         seen['requests'] = list(server.requests)
     return seen
 

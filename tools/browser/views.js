@@ -1,12 +1,14 @@
 // Opens working_memory's views in headless Chromium and writes what a person would see:
 //
-//   node views.js foxglove '{"base": ..., "bag": ..., "layout": ..., "time": ..., "out": ...}'
+//   node views.js foxglove '{"base": ..., "bag": ..., "layout": ..., "time": ..., "out": ...,
+//                            "ready": ...}'
 //   node views.js report '{"url": ..., "out": ...}'
 //
 // `foxglove` opens the bag (a URL) and the layout (a file) in Foxglove Studio served at
-// `base` (tools/browser/foxglove/index.html), at RFC 3339 `time`; `report` opens an HTML
-// report. Both print one JSON object on stdout (what was seen, the page's errors and the
-// screenshots written to `out`); the checks are the caller's.
+// `base` (tools/browser/foxglove/index.html), at RFC 3339 `time`, and waits until the page
+// shows the text `ready` (optional); `report` opens an HTML report. Both print one JSON object
+// on stdout (what was seen, the page's errors and the screenshots written to `out`); the
+// checks are the caller's.
 'use strict';
 
 const fs = require('fs');
@@ -81,8 +83,12 @@ async function foxglove(args, seen, page) {
   await client.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: args.out });
   const query = new URLSearchParams({ ds: 'remote-file', 'ds.url': args.bag, time: args.time });
   await page.goto(`${args.base}/boot/index.html?${query}`, { timeout: LOAD_TIMEOUT_MS });
-  await page.waitForFunction(() => document.body.innerText.includes('END TIME'),
-    { timeout: LOAD_TIMEOUT_MS });
+  // The bag is open (the sidebar shows its end), and the panels show `ready` (a text of the
+  // chosen time, when the caller knows one).
+  for (const text of ['END TIME', args.ready].filter(Boolean)) {
+    await page.waitForFunction((t) => document.body.innerText.includes(t),
+      { timeout: LOAD_TIMEOUT_MS }, text);
+  }
   await idle(page);
 
   // The sidebar's Problems tab: its label (with a count when there are any) and its list.
