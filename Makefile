@@ -24,7 +24,7 @@ export ROS_DOMAIN_ID ?= 42
 SOURCES := $(shell find working_memory msg srv launch config -type f ! -name '*.pyc' 2>/dev/null) \
 	CMakeLists.txt package.xml
 
-.PHONY: all setup build demo test lint bench bench-ros clean
+.PHONY: all setup build browser demo test lint bench bench-ros clean
 
 all: test
 
@@ -54,7 +54,13 @@ $(BUILD)/.built: $(VENV)/.ready $(SOURCES)
 demo: build
 	$(ROSENV) python -P -m working_memory.demo $(ARGS)
 
-test: build
+# The real-browser tests' tools (test/browser): Debian's Chromium as root, the pinned npm
+# packages of tools/browser into ~/.cache/working_memory; a no-op once there. What it cannot
+# install, it names, and those tests skip with that reason.
+browser:
+	@tools/browser/install >/dev/null
+
+test: build browser
 	$(ROSENV) pytest $(PYTEST_ARGS)
 
 # The lint and package.xml checks alone (`make test` and `colcon test` run them too).

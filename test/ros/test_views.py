@@ -8,7 +8,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from working_memory.core.items import BoardEntry, Event, EventKind, Missing, MissingReason
 from working_memory.ros import qos, views
 from working_memory.ros.conversions import board_update_msg
-from working_memory.ros.scene import scene_from_frame
+from working_memory.ros.scene import Scene, scene_from_frame
 
 ZONE = [[1.0, 1.0], [2.0, 1.0], [2.0, 2.0]]
 
@@ -89,3 +89,20 @@ def test_scene_reads_delivery_keys_and_skips_malformed_values():
     assert scene.notes['executor'] == 'executor: ok'
     assert scene.alarm
     assert scene_from_frame(frame, pose=(5.0, 5.0)).pose == (5.0, 5.0, 0.5)
+
+
+def test_cabin_notes_sit_beside_the_robot_so_a_view_from_above_hides_neither():
+    # RViz2 (TopDownOrtho) and Foxglove (phi 0) look straight down: what shares x, y is hidden.
+    scene = Scene(stamp=1.0, pose=(4.0, 6.0, 1.5708), route=(), zones=(), goals=(), doors=(),
+                  windows={}, notes={'planner': 'planner: ok', 'executor': 'executor: ok',
+                                     'monitor': 'monitor: ok'}, alarm=False)
+    markers = views.marker_array(scene, 'map').markers
+    (robot,) = [m for m in markers if m.ns == 'pose']
+    notes = sorted((m for m in markers if m.ns == 'notes'), key=lambda m: m.pose.position.y)
+    assert [m.text for m in notes] == ['planner: ok', 'executor: ok', 'monitor: ok']
+    assert {m.pose.position.x for m in notes} == {4.0}
+    # The arrow points +y here: the first note's lower edge clears its tip.
+    first = notes[0].pose.position.y - notes[0].scale.z / 2
+    assert first > robot.pose.position.y + robot.scale.x
+    gaps = [b.pose.position.y - a.pose.position.y for a, b in zip(notes, notes[1:])]
+    assert min(gaps) >= notes[0].scale.z

@@ -32,7 +32,12 @@ DOOR_CLOSED = ColorRGBA(r=0.95, g=0.55, b=0.0, a=1.0)
 DOOR_OPEN = ColorRGBA(r=0.3, g=0.8, b=0.3, a=0.6)
 NOTE = ColorRGBA(r=0.1, g=0.1, b=0.1, a=1.0)
 ALARM = ColorRGBA(r=0.9, g=0.0, b=0.0, a=1.0)
-NOTE_HEIGHT_M = 0.45   # [m] between two cabin notes above the robot
+# Both shipped views look straight down (RViz2's TopDownOrtho, Foxglove's 3D panel at phi 0):
+# the cabin notes sit beside the robot on the map, one line each, so that neither the robot
+# nor another note is hidden under a note.
+NOTE_OFFSET_M = 1.0    # [m] from the robot (+y) to its first cabin note: past its arrow
+NOTE_SPACING_M = 0.45  # [m] between two cabin notes (+y)
+NOTE_HEIGHT_M = 1.0    # [m] above the map
 
 
 class Views:
@@ -124,8 +129,9 @@ def marker_array(scene: Scene, frame_id: str) -> MarkerArray:
         color = ALARM if ('missing' in text or 'ALARM' in text) else NOTE
         note = marker(scene, frame_id, 'notes', index, Marker.TEXT_VIEW_FACING, color,
                       (0.0, 0.0, 0.3))
-        note.pose.position.x, note.pose.position.y = anchor[0], anchor[1]
-        note.pose.position.z = 1.0 + NOTE_HEIGHT_M * index
+        note.pose.position.x = anchor[0]
+        note.pose.position.y = anchor[1] + NOTE_OFFSET_M + NOTE_SPACING_M * index
+        note.pose.position.z = NOTE_HEIGHT_M
         note.text = text
         markers.append(note)
     return MarkerArray(markers=markers)
