@@ -1,9 +1,14 @@
-"""What planner and executor authors use: one cabin's frozen pack per tick, and the WM services.
+"""What robot programmers use: packs to read, the WM services, and writers of the truth.
 
     client = WorkingMemoryClient(node, 'planner', on_pack=decide)
-    view = client.latest()            # PackView or None before the first frame
+    view = client.latest()            # PackView; None before the first frame or when silent
     pack = client.assemble(tick=42)   # blocking service call, see the threading note
     why = client.explain('safety:zone/high_voltage')
+
+    board = BoardWriter(node)         # the state board's writer side
+    board.set('goal:deliver', {'x': 16.0, 'y': 3.0}, importance=1.0, tags=['delivery'])
+    log = EventLogger(node)           # the event log's
+    log.log('CONSTRAINT', 'safety:zone/high_voltage', {'reason': 'live wires'})
 
 Part of the ROS adapter layer: frame and pack fields are read in
 ros/conversions.py ("frames in"); this module owns the ROS entities and reads only
@@ -12,21 +17,38 @@ the service replies' flat fields (success, message, present, reason, detail).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import math
+import secrets
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Iterable, Mapping
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
 
+from working_memory.core.items import BoardEntry, Event, EventKind
 from working_memory.core.pack_view import PackView
 from working_memory.core.windows import Joined, WINDOWS_KEPT, WindowJoin
-from working_memory.msg import ContextFrame, MapWindow
-from working_memory.ros.conversions import (cabin_pack_from_frame, frame_cabins,
-                                            map_window_from_msg, pack_view_from_msg)
-from working_memory.ros.qos import frame_qos, latched_qos
+from working_memory.msg import (BoardUpdate, ContextFrame, LogEvent, MapWindow, Resync,
+                                ResyncAnswer)
+from working_memory.ros.conversions import (board_update_msg, cabin_pack_from_frame,
+                                            frame_cabins, json_text, log_event_msg,
+                                            map_window_from_msg, pack_view_from_msg,
+                                            resync_answer_msg, seconds_from_time)
+from working_memory.ros.qos import frame_qos, input_qos, latched_qos
 from working_memory.srv import Assemble, Explain
+
+# A pack older than this many tick periods is not handed out as current (max_age_s None).
+STALE_AFTER_TICKS = 3
+# The age bound [s] before two frames have told the tick period, and the least one: a
+# frame is late by a few milliseconds of delivery whatever the tick rate.
+FIRST_MAX_AGE_S = 1.0
+MIN_MAX_AGE_S = 0.5
+# Resync requests a writer remembers having answered.
+_ANSWERED_KEPT = 64
 
 
 class WorkingMemoryError(RuntimeError):
@@ -70,6 +92,14 @@ class WorkingMemoryClient:
     (tick, digest); a frame that cannot be read, or has no pack for this cabin,
     is logged and skipped, and `latest()` keeps the previous pack.
 
+    A silent working memory (a node killed, stalled or cleaned up) is not read as
+    current: `latest()` returns None once its pack is older than `max_age_s` on the
+    client node's clock (None: STALE_AFTER_TICKS tick periods, as measured between
+    the last frames; `math.inf`: never, for a node ticking on a trigger). `last()`
+    returns the newest pack whatever its age, `age()` how old it is. A restarted
+    node's packs (ticks from 1 again, a later `started`) replace the old node's; a
+    late copy of the old node's last latched frame never does.
+
     Threading: `assemble()` and `explain()` block the calling thread until the
     answer arrives or the timeout passes. The answer is delivered by the node's
     executor through a callback group of the client's own, so spin the node with
@@ -80,12 +110,18 @@ class WorkingMemoryClient:
     """
 
     def __init__(self, node: Node, cabin: str, namespace: str = '/working_memory',
-                 on_pack: Callable[[PackView], None] | None = None, timeout_s: float = 2.0):
+                 on_pack: Callable[[PackView], None] | None = None, timeout_s: float = 2.0,
+                 max_age_s: float | None = None):
         if not cabin:
             raise ValueError('cabin: must not be empty')
         if not timeout_s > 0.0:
             raise ValueError(f'timeout_s: must be > 0 s, got {timeout_s!r}')
+        if max_age_s is not None and not max_age_s > 0.0:
+            raise ValueError(f'max_age_s: must be > 0 s (math.inf: never stale), '
+                             f'got {max_age_s!r}')
         self._node = node
+        self._max_age_s = max_age_s
+        self._period_s: float | None = None   # between the last two frames of one node
         self._cabin = cabin
         self._on_pack = on_pack
         self._timeout_s = timeout_s
@@ -117,9 +153,40 @@ class WorkingMemoryClient:
         return self._join.held
 
     def latest(self) -> PackView | None:
-        """Return the newest pack of this cabin, None before the first frame."""
+        """Return the newest pack of this cabin; None before the first frame or when too old.
+
+        Too old: older than the age bound (see the class docstring), the working memory
+        silent. Hold, as for a missing pack.
+        """
+        with self._lock:
+            view = self._latest
+        if view is None:
+            return None
+        age = self.age()
+        return None if age is not None and age > self.max_age_s else view
+
+    def last(self) -> PackView | None:
+        """Return the newest pack of this cabin whatever its age; None before the first frame."""
         with self._lock:
             return self._latest
+
+    def age(self) -> float | None:
+        """Return how old the newest pack is [s] on the client node's clock; None without one."""
+        with self._lock:
+            view = self._latest
+        if view is None:
+            return None
+        return max(0.0, self._node.get_clock().now().nanoseconds * 1e-9 - view.stamp)
+
+    @property
+    def max_age_s(self) -> float:
+        """The age [s] beyond which `latest()` does not hand out the newest pack."""
+        if self._max_age_s is not None:
+            return self._max_age_s
+        period = self._period_s
+        if period is None:
+            return FIRST_MAX_AGE_S
+        return max(MIN_MAX_AGE_S, STALE_AFTER_TICKS * period)
 
     def assemble(self, tick: int = 0, timeout_s: float | None = None) -> PackView:
         """Return this cabin's pack of `tick` (0: the latest) from the Assemble service.
@@ -224,9 +291,203 @@ class WorkingMemoryClient:
 
     def _deliver(self, view: PackView) -> None:
         with self._lock:
-            previous, self._latest = self._latest, view
-        if previous is not None and (previous.tick, previous.frame_digest) == (view.tick,
-                                                                               view.frame_digest):
-            return
+            previous = self._latest
+            if previous is not None and not view.newer_than(previous):
+                return   # a frame seen already, or a late one of a node gone since
+            self._latest = view
+            if previous is not None and previous.started == view.started:
+                self._period_s = (view.stamp - previous.stamp) / (view.tick - previous.tick)
         if self._on_pack is not None:
             self._on_pack(view)
+
+
+class _Writer:
+    """What a board writer and an event logger share: their answers to a resync request.
+
+    A working-memory node that starts from an empty memory asks on `resync/request`
+    (msg/Resync.msg); the writer answers each request once on `resync/answer`
+    (ResyncAnswer: reliable, transient local, keep last 1), so the node gets the answer
+    whenever it matches the writer, also when the answer went out before.
+    """
+
+    def __init__(self, node: Node, msg_type: type, topic: str, resync_namespace: str,
+                 qos_profile: QoSProfile | None):
+        self._node = node
+        self._name = f'{node.get_fully_qualified_name()}#{secrets.token_hex(4)}'
+        self._answered: collections.OrderedDict[tuple, None] = collections.OrderedDict()
+        self._publisher = node.create_publisher(msg_type, topic, qos_profile or input_qos())
+        namespace = resync_namespace.rstrip('/')
+        self._answers = node.create_publisher(ResyncAnswer, f'{namespace}/answer',
+                                              latched_qos(1))
+        self._requests = node.create_subscription(Resync, f'{namespace}/request',
+                                                  self._on_request, latched_qos(_ANSWERED_KEPT))
+
+    @property
+    def subscription_count(self) -> int:
+        """How many subscriptions the writer's topic has matched."""
+        return self._publisher.get_subscription_count()
+
+    def destroy(self) -> None:
+        """Release the publishers and the resync subscription."""
+        self._node.destroy_subscription(self._requests)
+        self._node.destroy_publisher(self._answers)
+        self._node.destroy_publisher(self._publisher)
+
+    def _on_request(self, request: Resync) -> None:
+        stamp = request.header.stamp
+        key = (request.node, stamp.sec, stamp.nanosec)
+        if key in self._answered:
+            return
+        self._answered[key] = None
+        if len(self._answered) > _ANSWERED_KEPT:
+            self._answered.popitem(last=False)
+        entries, events = self._truth(request)
+        self._answers.publish(resync_answer_msg(request, self._name, entries, events,
+                                                self._now()))
+
+    def _truth(self, request: Resync) -> tuple[list[BoardEntry], list[Event]]:
+        raise NotImplementedError
+
+    def _now(self) -> float:
+        return self._node.get_clock().now().nanoseconds * 1e-9
+
+
+class BoardWriter(_Writer):
+    """Write the state board: set and remove keys, and answer a restarted working memory.
+
+    Publishes BoardUpdate on `topic` (by default reliable, volatile, keep last 1000: the
+    node's input QoS) and keeps its standing state, the entries it set and did not remove.
+    To a working memory that starts from an empty memory it answers with its whole
+    standing state (see `_Writer`), every entry with its own stamp (a ttl runs from
+    the entry's stamp, not from the answer's). A key removed meanwhile is not in it.
+
+    Values are any JSON-serialisable Python value; a value, key, tag or importance the
+    working memory would refuse raises ValueError here, before anything is sent.
+    Call from one thread (the node's executor, or your own with the node spun elsewhere).
+    """
+
+    def __init__(self, node: Node, topic: str = 'board', resync_namespace: str = 'resync',
+                 qos_profile: QoSProfile | None = None):
+        self._standing: dict[str, BoardEntry] = {}
+        super().__init__(node, BoardUpdate, topic, resync_namespace, qos_profile)
+
+    @property
+    def standing(self) -> Mapping[str, BoardEntry]:
+        """The entries this writer holds: what it re-sends to a restarted working memory."""
+        return dict(self._standing)
+
+    def set(self, key: str, value: Any, *, importance: float = math.nan,
+            tags: Iterable[str] = (), ttl_s: float = 0.0, stamp: float | None = None) -> None:
+        """Set one board key (see `update`)."""
+        self.update({key: value}, importance=importance, tags=tags, ttl_s=ttl_s, stamp=stamp)
+
+    def update(self, values: Mapping[str, Any], *, importance: float = math.nan,
+               tags: Iterable[str] = (), ttl_s: float = 0.0, stamp: float | None = None) -> None:
+        """Set several keys in one BoardUpdate, each with the same importance, tags and ttl.
+
+        `importance` in [0, 1], NaN for the reading cabin's manifest weight; `ttl_s` [s]
+        the freshness after `stamp` (0: never stale); `stamp` [s] the node clock's now
+        when None. Raises ValueError naming what the working memory would refuse.
+        """
+        stamp = self._now() if stamp is None else float(stamp)
+        self.put([self._entry(key, value, importance, tuple(tags), ttl_s, stamp)
+                  for key, value in values.items()], stamp=stamp)
+
+    def remove(self, *keys: str) -> None:
+        """Remove board keys (a goal done, an object gone): they leave the working set too."""
+        self.put((), keys)
+
+    def put(self, entries: Iterable[BoardEntry], removed_keys: Iterable[str] = (),
+            stamp: float | None = None) -> None:
+        """Send core BoardEntry objects (each its own options) and removals in one update.
+
+        `stamp` [s] is the update's (the node clock's now when None).
+        """
+        entries, removed_keys = list(entries), list(removed_keys)
+        for entry in entries:
+            if not isinstance(entry, BoardEntry):
+                raise ValueError(f'entries: must be BoardEntry objects, got {entry!r}')
+        msg = board_update_msg(entries, self._now() if stamp is None else stamp, removed_keys)
+        for key in removed_keys:
+            self._standing.pop(key, None)
+        self._standing.update((entry.key, entry) for entry in entries)
+        self._publisher.publish(msg)
+
+    def _entry(self, key: str, value: Any, importance: float, tags: tuple[str, ...],
+               ttl_s: float, stamp: float) -> BoardEntry:
+        try:
+            json_text(value)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f'board key {key!r}: value is not strict JSON ({error})') from None
+        return BoardEntry(key, value, stamp, _importance(importance), float(ttl_s), tags)
+
+    def _truth(self, request: Resync) -> tuple[list[BoardEntry], list[Event]]:
+        return list(self._standing.values()), []
+
+
+class EventLogger(_Writer):
+    """Write the event log, and re-send recent events to a restarted working memory.
+
+    Publishes LogEvent on `topic` (the node's input QoS). It keeps what it logged in
+    the last `keep_s` [s] (at most `keep` events); to a working memory that starts
+    from an empty memory it answers (see `_Writer`) with the kept events within the
+    request's event window, oldest first, each as first sent (the same stamp: the node
+    takes an event it holds already once).
+
+    `kind` is a LogEvent constant or its name ('CONSTRAINT'); `detail` any
+    JSON-serialisable value. Refused input raises ValueError before anything is sent.
+    """
+
+    def __init__(self, node: Node, topic: str = 'log', source: str | None = None,
+                 resync_namespace: str = 'resync', keep_s: float = 300.0,
+                 keep: int = 10_000, qos_profile: QoSProfile | None = None):
+        self._source = node.get_name() if source is None else source
+        self._keep_s = keep_s
+        self._kept: collections.deque[Event] = collections.deque(maxlen=keep)
+        super().__init__(node, LogEvent, topic, resync_namespace, qos_profile)
+
+    def log(self, kind: int | str, key: str = '', detail: Any = None, *,
+            tags: Iterable[str] = (), importance: float = math.nan,
+            stamp: float | None = None) -> None:
+        """Log one event; `stamp` [s] is the node clock's now when None."""
+        stamp = self._now() if stamp is None else float(stamp)
+        if detail is not None:
+            try:
+                json_text(detail)
+            except (TypeError, ValueError) as error:
+                raise ValueError(f'event {key!r}: detail is not strict JSON ({error})') from None
+        self.put(Event(stamp, _event_kind(kind), self._source, key, detail,
+                       _importance(importance), tuple(tags)))
+
+    def put(self, event: Event) -> None:
+        """Send a core Event as it is (its own source and stamp)."""
+        if not isinstance(event, Event):
+            raise ValueError(f'event: must be an Event, got {event!r}')
+        self._publisher.publish(log_event_msg(event))
+        self._kept.append(event)
+        while self._kept and self._kept[0].stamp < event.stamp - self._keep_s:
+            self._kept.popleft()
+
+    def _truth(self, request: Resync) -> tuple[list[BoardEntry], list[Event]]:
+        # The window is cut on the asking node's clock: its start is the request's stamp.
+        since = seconds_from_time(request.header.stamp) - request.event_window_s
+        return [], sorted((event for event in self._kept if event.stamp >= since),
+                          key=lambda event: event.stamp)
+
+
+def _importance(importance: float) -> float | None:
+    """Return a writer's importance as the core keeps it: NaN (the manifest's weight) is None."""
+    importance = float(importance)
+    return None if math.isnan(importance) else importance
+
+
+def _event_kind(kind: int | str) -> EventKind:
+    """Return the EventKind of a LogEvent constant or its name; ValueError names the kinds."""
+    names = [member.value for member in EventKind]
+    if isinstance(kind, str) and kind in names:
+        return EventKind(kind)
+    for name in names:
+        if not isinstance(kind, str) and kind == getattr(LogEvent, name):
+            return EventKind(name)
+    raise ValueError(f'event kind {kind!r}: must be one of {", ".join(names)} or its '
+                     'LogEvent constant')

@@ -119,3 +119,28 @@ def test_with_a_timebase_windows_count_effective_seconds_across_a_reset():
 def test_non_finite_detail_is_rejected_naming_the_field():
     with pytest.raises(ValueError, match="event 'k': detail: must be JSON"):
         EventLog(2).append(Event(1.0, ACTION, key='k', detail={'v': math.inf}))
+
+
+def test_an_event_held_already_is_taken_once_and_counted():
+    # A writer answering a restarted node's resync sends events the node may have taken
+    # live meanwhile: the same stamp and content are the same event.
+    log = EventLog(limit=10)
+    first = log.append(Event(1.0, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'wires'},
+                             0.9, ('safety',)))
+    assert log.append(Event(1.0, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'wires'}, 0.9,
+                            ('safety',))) is None
+    assert log.duplicates == 1 and len(log) == 1 and first.seq == 0
+    # Another stamp, detail, source or importance is another event.
+    others = [Event(1.5, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'wires'}, 0.9),
+              Event(1.0, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'rain'}, 0.9),
+              Event(1.0, EventKind.CONSTRAINT, 'planner', 'zone', {'why': 'wires'}, 0.9),
+              Event(1.0, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'wires'})]
+    assert len(log.extend(others)) == 4 and log.duplicates == 1
+
+
+def test_an_event_dropped_for_the_limit_is_taken_again_when_it_comes_back():
+    log = EventLog(limit=2)
+    log.extend(Event(float(t), EventKind.ACTION, key=f'a{t}') for t in range(3))
+    assert log.dropped == 1
+    assert log.append(Event(0.0, EventKind.ACTION, key='a0')) is not None
+    assert log.duplicates == 0

@@ -45,10 +45,3 @@ def test_changed_entries_pass_only_new_values():
     assert changes.select([entry('door:main', {'state': 'closed'}), entry('goal', None)]) == []
     opened = changes.select([entry('door:main', {'state': 'open'}), entry('goal', None)])
     assert [e.value for e in opened] == [{'state': 'open'}]
-
-
-def test_changed_entries_resend_everything_for_a_new_subscriber():
-    changes = ChangedEntries()
-    entries = [entry('door:main', {'state': 'closed'}), entry('goal', 1)]
-    changes.select(entries)
-    assert changes.select(entries, resend=True) == entries

@@ -2,6 +2,7 @@
 
 import json
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -15,24 +16,33 @@ from working_memory.core.windows import WINDOWS_KEPT, window_digest
 from working_memory.msg import ContextFrame, ContextPack, MissingItem, WorkingItem
 from working_memory.msg import MapWindow as MapWindowMsg
 from working_memory.ros import qos
-from working_memory.ros.conversions import cabin_pack_from_frame, map_window_msg
+from working_memory.ros.conversions import (cabin_pack_from_frame, map_window_msg,
+                                            time_from_seconds)
 from working_memory.ros.qos import frame_qos
 from working_memory.srv import Assemble, Explain
 
 WAIT_S = 20.0  # bounds a hung test, never a timing assertion
 
 
-def pack_msg(cabin, tick, values, missing=()):
-    return ContextPack(tick=tick, cabin=cabin, digest=f'{cabin}-{tick}',
-                       items=[WorkingItem(key=key, value=json.dumps(value))
-                              for key, value in values.items()],
-                       missing=[MissingItem(key=key, reason=getattr(MissingItem, reason.value))
-                                for key, reason in missing])
+def pack_msg(cabin, tick, values, missing=(), stamp=None):
+    msg = ContextPack(tick=tick, cabin=cabin, digest=f'{cabin}-{tick}',
+                      items=[WorkingItem(key=key, value=json.dumps(value))
+                             for key, value in values.items()],
+                      missing=[MissingItem(key=key, reason=getattr(MissingItem, reason.value))
+                               for key, reason in missing])
+    msg.header.stamp = time_from_seconds(time.time() if stamp is None else stamp)
+    return msg
 
 
-def frame_msg(tick, packs):
-    return ContextFrame(tick=tick, digest=f'frame-{tick}',
-                        packs=[pack_msg(cabin, tick, values) for cabin, values in packs.items()])
+def frame_msg(tick, packs, stamp=None, started=0.0):
+    """Return a frame of `tick` made at `stamp` [s] (now: a working memory that is alive)."""
+    stamp = time.time() if stamp is None else stamp
+    msg = ContextFrame(tick=tick, digest=f'frame-{tick}',
+                       packs=[pack_msg(cabin, tick, values, stamp=stamp)
+                              for cabin, values in packs.items()],
+                       started=time_from_seconds(started))
+    msg.header.stamp = time_from_seconds(stamp)
+    return msg
 
 
 PACKS = {'planner': {'goal:deliver': {'x': 17, 'y': 3}}, 'executor': {'pose': {'x': 1, 'y': 2}}}
@@ -285,3 +295,49 @@ def test_a_pack_whose_window_never_comes_is_dropped_when_a_later_one_is_complete
     frames.publish(referencing_frame(2, digest))
     assert spin_until(lambda: client.latest() is not None)
     assert [view.tick for view in packs] == [2] and client.dropped_packs == 1
+
+
+# -- a silent or restarted working memory ------------------------------------------
+
+
+def test_a_pack_older_than_the_bound_is_not_handed_out_as_current(
+        context, add_node, spin_until, frames, wm_namespace):
+    client = WorkingMemoryClient(add_node(client_node(context, 'p')), 'planner', wm_namespace,
+                                 max_age_s=2.0)
+    frames(frame_msg(7, PACKS, stamp=time.time() - 10.0))   # the last frame of a node gone
+    assert spin_until(lambda: client.last() is not None)
+    assert client.latest() is None
+    assert client.last().tick == 7 and 9.0 < client.age() < 20.0
+    frames(frame_msg(8, PACKS))
+    assert spin_until(lambda: client.latest() is not None and client.latest().tick == 8)
+
+
+def test_the_default_bound_is_a_few_measured_tick_periods(
+        context, add_node, spin_until, frames, wm_namespace):
+    client = WorkingMemoryClient(add_node(client_node(context, 'p')), 'planner', wm_namespace)
+    now = time.time()
+    frames(frame_msg(1, PACKS, stamp=now - 3.0))
+    assert spin_until(lambda: client.last() is not None)
+    assert client.max_age_s == pytest.approx(1.0)   # FIRST_MAX_AGE_S: no period known yet
+    frames(frame_msg(3, PACKS, stamp=now - 2.0))     # two ticks in 1 s: a period of 0.5 s
+    assert spin_until(lambda: client.last().tick == 3)
+    assert client.max_age_s == pytest.approx(1.5)
+    assert client.latest() is None and client.age() > 2.0
+    frames(frame_msg(4, PACKS, stamp=time.time()))
+    assert spin_until(lambda: client.latest() is not None)
+
+
+def test_a_restarted_nodes_packs_replace_the_old_nodes_and_a_late_old_frame_does_not(
+        context, add_node, spin_until, frames, wm_namespace):
+    seen = []
+    client = WorkingMemoryClient(add_node(client_node(context, 'p')), 'planner', wm_namespace,
+                                 on_pack=seen.append)
+    frames(frame_msg(500, PACKS, started=100.0))
+    assert spin_until(lambda: seen)
+    frames(frame_msg(1, PACKS, started=200.0))       # a new node: ticks from 1 again
+    assert spin_until(lambda: client.latest().tick == 1)
+    frames(frame_msg(501, PACKS, started=100.0))     # a late frame of the node gone
+    frames(frame_msg(2, PACKS, started=200.0))
+    assert spin_until(lambda: client.latest().tick == 2)
+    assert [(view.started, view.tick) for view in seen] == [(100.0, 500), (200.0, 1),
+                                                            (200.0, 2)]

@@ -1,5 +1,7 @@
 """Planner, executor and monitor nodes over real DDS, driven by published ContextFrames."""
 
+import time
+
 import numpy as np
 import pytest
 import rclpy
@@ -37,21 +39,25 @@ def room():
     return MapWindow(grid, (0.0, 0.0), 0.1)
 
 
-def pack(cabin, tick, values, events=(), missing=(), window=None):
-    items = [Item(key, value, Source.BOARD, 0.5, float(tick), float(tick))
-             for key, value in values.items()]
-    return make_pack(cabin, tick, float(tick), items, events, window, missing)
+def pack(cabin, tick, values, events=(), missing=(), window=None, stamp=None):
+    stamp = float(tick) if stamp is None else stamp
+    items = [Item(key, value, Source.BOARD, 0.5, stamp, stamp) for key, value in values.items()]
+    return make_pack(cabin, tick, stamp, items, events, window, missing)
 
 
 def frame(tick, planner=None, executor=None, monitor=None):
-    """Return (ContextFrame, digest) of `tick`; per cabin: values or (values, events, missing)."""
+    """Return (ContextFrame, digest) of `tick`; per cabin: values or (values, events, missing).
+
+    Stamped now: the frame of a working memory that is alive (WorkingMemoryClient).
+    """
+    stamp = time.time()
     packs = []
     for cabin, content in (('planner', planner), ('executor', executor), ('monitor', monitor)):
         if content is not None:
             values, events, missing = content if isinstance(content, tuple) else (content, (), ())
             window = room() if cabin == 'planner' else None
-            packs.append(pack(cabin, tick, values, events, missing, window))
-    core = make_frame(tick, float(tick), packs)
+            packs.append(pack(cabin, tick, values, events, missing, window, stamp))
+    core = make_frame(tick, stamp, packs)
     return context_frame_msg(core, 'map'), core.digest
 
 

@@ -21,6 +21,7 @@ from working_memory.tools.replay import agreement, recorded_settings
 from working_memory.tools.suggest import suggest
 
 WHOLE_LOOP = {'/board', '/log', '/map', '/odom', '/clock', '/parameter_events',
+              '/resync/request', '/resync/answer',
               '/working_memory/frame', '/working_memory/evictions', '/diagnostics',
               '/working_memory/planner/window', '/working_memory/executor/window',
               '/planner/status', '/executor/status', '/monitor/status'}

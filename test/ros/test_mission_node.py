@@ -12,9 +12,9 @@ from nav_msgs.msg import Odometry
 from rclpy.parameter import Parameter
 
 from working_memory.core.items import EventKind
-from working_memory.msg import BoardUpdate, LogEvent
-from working_memory.ros.conversions import board_batch_from_msg, event_from_msg
-from working_memory.ros.qos import stream_qos
+from working_memory.msg import BoardUpdate, LogEvent, Resync, ResyncAnswer
+from working_memory.ros.conversions import board_batch_from_msg, event_from_msg, resync_msg
+from working_memory.ros.qos import ANSWERS_KEPT, latched_qos, stream_qos
 from working_memory.sim.conversions import odometry_msg
 from working_memory.sim.mission_node import MissionNode
 from working_memory.sim.world import WorldConfig, delivery_mission
@@ -87,14 +87,23 @@ def test_parameters_set_goal_zone_and_door(start_mission):
     assert listener.board['door:main'][-1].value['state'] == 'open'
 
 
-def test_a_late_board_subscriber_gets_the_static_keys(start_mission, context, namespace,
-                                                      add_node):
+def test_a_working_memory_that_starts_later_gets_the_mission_when_it_asks(start_mission):
+    # A restarted working memory asks on resync/request; the mission answers with its static
+    # keys and its opening events (BoardWriter, EventLogger).
     listener, spin_until = start_mission()
-    spin_until(lambda: all(key in listener.board for key in STATIC_KEYS))
-    late = Listener(context, namespace, 'late_listener')
-    add_node(late.node)
-    spin_until(lambda: all(key in late.board for key in STATIC_KEYS))
-    assert late.board['goal:deliver'][-1].value == DELIVERY.goal_value()
+    spin_until(lambda: all(key in listener.board for key in STATIC_KEYS)
+               and len(listener.events) >= 2)
+    answers = []
+    listener.node.create_subscription(ResyncAnswer, 'resync/answer', answers.append,
+                                      latched_qos(ANSWERS_KEPT))
+    ask = listener.node.create_publisher(Resync, 'resync/request', latched_qos(1))
+    now = listener.node.get_clock().now().nanoseconds * 1e-9
+    ask.publish(resync_msg('/restarted/working_memory', now, 60.0))
+    spin_until(lambda: {a.writer for a in answers} and len(answers) == 2)
+    keys = {entry.key for answer in answers for entry in answer.entries}
+    assert set(STATIC_KEYS) <= keys
+    kinds = {event.kind for answer in answers for event in answer.events}
+    assert {LogEvent.GOAL, LogEvent.CONSTRAINT} <= kinds
 
 
 def test_pose_follows_published_odometry(start_mission):

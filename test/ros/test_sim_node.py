@@ -14,10 +14,11 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
 from working_memory.core.items import Event, EventKind
-from working_memory.msg import BoardUpdate, LogEvent
+from working_memory.msg import BoardUpdate, LogEvent, Resync, ResyncAnswer
 from working_memory.ros.conversions import (board_batch_from_msg, event_from_msg, grid_from_msg,
-                                            log_event_msg, pose_from_odometry, seconds_from_time)
-from working_memory.ros.qos import latched_qos, map_qos, stream_qos
+                                            log_event_msg, pose_from_odometry, resync_msg,
+                                            seconds_from_time)
+from working_memory.ros.qos import ANSWERS_KEPT, latched_qos, map_qos, stream_qos
 from working_memory.sim.conversions import json_from_string_msg
 from working_memory.sim.sim_node import SimWorldNode
 from working_memory.sim.world import WorldConfig
@@ -129,16 +130,20 @@ def test_board_carries_pose_and_static_keys_and_log_opens_the_mission(stack):
     assert probe.events_of(EventKind.GOAL, 'goal:deliver')
 
 
-def test_late_board_subscriber_still_learns_the_static_keys(stack):
+def test_a_working_memory_that_starts_later_gets_the_static_keys_when_it_asks(stack):
+    # The board is volatile: a restarted working memory asks on resync/request, and the
+    # simulator's BoardWriter answers with what it holds (client.py).
     sim, probe, spin_until = stack
     spin_until(lambda: 'goal:deliver' in probe.board and probe.clock[-1] > 0.5)
-    late = []
-    probe.node.create_subscription(
-        BoardUpdate, 'board',
-        lambda m: late.extend(entry.key for entry in board_batch_from_msg(m, 0.0).entries),
-        stream_qos())
-    spin_until(lambda: 'goal:deliver' in late and 'safety:zone/high_voltage' in late)
-    assert len(probe.board['goal:deliver']) >= 2
+    answers = []
+    probe.node.create_subscription(ResyncAnswer, 'resync/answer', answers.append,
+                                   latched_qos(ANSWERS_KEPT))
+    ask = probe.node.create_publisher(Resync, 'resync/request', latched_qos(1))
+    ask.publish(resync_msg('/restarted/working_memory', probe.clock[-1], 30.0))
+    spin_until(lambda: len(answers) == 2)
+    keys = {entry.key for answer in answers for entry in answer.entries}
+    assert {'goal:deliver', 'safety:zone/high_voltage', 'door:main', 'pose'} <= keys
+    assert len(probe.board['goal:deliver']) == 1   # sent once: the answer is not on `board`
 
 
 def test_mission_starts_when_the_expected_log_listeners_subscribe(start_stack):

@@ -1,6 +1,7 @@
 """A py_trees tree on WorkingMemoryClient over real DDS: its status names the pack it read."""
 
 import pathlib
+import time
 
 import py_trees
 import pytest
@@ -24,11 +25,13 @@ def clean_blackboard():
 
 
 def frame(tick):
-    """Return (ContextFrame, digest) with one planner pack holding a pose that moves per tick."""
-    items = [Item('pose', {'x': float(tick), 'y': 0.0}, Source.BOARD, 0.5, float(tick),
-                  float(tick))]
-    core = make_frame(tick, float(tick), [make_pack('planner', tick, float(tick), items, (),
-                                                    None, ())])
+    """Return (ContextFrame, digest) with one planner pack holding a pose that moves per tick.
+
+    Stamped now: the frame of a working memory that is alive (WorkingMemoryClient.latest).
+    """
+    stamp = time.time()
+    items = [Item('pose', {'x': float(tick), 'y': 0.0}, Source.BOARD, 0.5, stamp, stamp)]
+    core = make_frame(tick, stamp, [make_pack('planner', tick, stamp, items, (), None, ())])
     return context_frame_msg(core, 'map'), core.digest
 
 

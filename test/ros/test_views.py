@@ -33,7 +33,8 @@ def test_views_are_built_only_while_someone_subscribes(start_memory, namespace, 
     built = []
     real = views.scene_from_frame
     monkeypatch.setattr(views, 'scene_from_frame', lambda *a: built.append(1) or real(*a))
-    node, probe = start_memory({'views': True})
+    # No resync: notes read NEVER_SEEN at once (RESYNCING: test_restart.py).
+    node, probe = start_memory({'views': True, 'resync_timeout_s': 0.0})
     probe.wait_matched(probe.board)
     feed(node, probe)
     probe.wait_frame(lambda f: any(i.key == 'safety:zone/hv' for p in f.packs for i in p.items))

@@ -116,7 +116,9 @@ def feed_board(node, probe):
 @pytest.fixture
 def watched(start_memory, executor, namespace):
     """Start a node with a goal, a pose, a battery and evicted readings; return its watch args."""
-    node, probe = start_memory({'capacity': 4, 'diagnostics_period_s': 0.2})
+    # No resync: the screen shows NEVER_SEEN at once (test_restart.py shows RESYNCING).
+    node, probe = start_memory({'capacity': 4, 'diagnostics_period_s': 0.2,
+                                'resync_timeout_s': 0.0})
     probe.wait_matched(probe.board)
     feed_board(node, probe)
     frame = probe.wait_frame(lambda f: any(i.key == 'battery' for p in f.packs for i in p.items))

@@ -71,14 +71,15 @@ def frames(draw):
     return make_frame(tick, stamp, draw(st.lists(packs(tick, stamp), max_size=3)))
 
 
-def assert_same_wire(ours: bytes, frame, map_frame, inputs=None, inline_windows=True):
+def assert_same_wire(ours: bytes, frame, map_frame, inputs=None, inline_windows=True,
+                     started=0.0, resyncing=False):
     """Assert `ours` is rclpy's serialization of the frame's message, byte for byte.
 
     Fast CDR leaves alignment padding uninitialised, so a padding byte may differ (ours
     are zero); every other byte must be equal, and both must decode to the same message.
     """
     expected = serialize_message(conv.context_frame_msg(frame, map_frame, inputs,
-                                                        inline_windows))
+                                                        inline_windows, started, resyncing))
     assert len(ours) == len(expected)
     assert all(mine == 0 for mine, theirs in zip(ours, expected) if mine != theirs)
     assert (repr(deserialize_message(ours, conv.ContextFrame))
@@ -93,11 +94,12 @@ def encoder():
 
 @settings(max_examples=150, deadline=None)
 @given(frames(), TEXT, st.dictionaries(TEXT, st.integers(0, 2**64 - 1), max_size=3),
-       st.booleans())
+       st.booleans(), STAMPS, st.booleans())
 def test_frame_bytes_equal_rclpy_serialization_of_the_frame_message(frame, map_frame, inputs,
-                                                                    inline):
-    assert_same_wire(encoder().frame(frame, map_frame, inputs, inline), frame, map_frame,
-                     inputs, inline)
+                                                                    inline, started,
+                                                                    resyncing):
+    assert_same_wire(encoder().frame(frame, map_frame, inputs, inline, started, resyncing),
+                     frame, map_frame, inputs, inline, started, resyncing)
 
 
 @settings(max_examples=60, deadline=None)

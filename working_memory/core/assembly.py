@@ -46,7 +46,7 @@ from working_memory.core.selection import CabinBoard, filtered, stale_note, tags
 EXEMPT_EVENT_KINDS = frozenset({EventKind.GOAL, EventKind.CONSTRAINT})
 # When several keys behind one required glob are absent, the first reason here is reported.
 _REASON_PRIORITY = (MissingReason.INJECTED_DROP, MissingReason.EVICTED, MissingReason.STALE,
-                    MissingReason.OUT_OF_SCOPE, MissingReason.NEVER_SEEN)
+                    MissingReason.OUT_OF_SCOPE, MissingReason.RESYNCING, MissingReason.NEVER_SEEN)
 
 
 def event_item_key(event: Event) -> str:

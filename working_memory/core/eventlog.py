@@ -6,11 +6,11 @@ import bisect
 import dataclasses
 import math
 import threading
-from typing import Iterable
+from typing import Any, Iterable
 
 from working_memory.core.checks import check_int
 from working_memory.core.frozen import check_json, deep_freeze
-from working_memory.core.items import Event, EventKind
+from working_memory.core.items import Event, EventKind, value_text
 from working_memory.core.timebase import TimeBase
 
 
@@ -19,7 +19,10 @@ class EventLog:
 
     `append` assigns each event the next `seq`; a late event is inserted at
     its time, so windows stay ordered. Beyond `limit` the oldest events are
-    dropped and counted in `dropped`, never silently. With a `timebase` (the
+    dropped and counted in `dropped`, never silently. An event the log holds
+    already (the same stamp and content: a writer re-sending its recent events
+    after the node restarted) is taken once; the copies are counted in
+    `duplicates`. With a `timebase` (the
     working set's) each event's stamp is placed on the effective timeline on
     arrival (`TimeBase.place`), and windows and `last_stamp` are effective times
     [s], so a clock reset neither hides old events nor reorders new ones.
@@ -33,17 +36,27 @@ class EventLog:
         self._keys: list[tuple[float, int]] = []  # (effective stamp, seq) of each event, for bisect
         self._next_seq = 0
         self._dropped = 0
+        self._duplicates = 0
+        self._held: set[tuple] = set()   # identity() of each event held
         self._last_stamp: dict[EventKind, float] = {}
 
-    def append(self, event: Event) -> Event:
-        """Store `event` with the next seq; return the stored (frozen, numbered) event."""
+    def append(self, event: Event) -> Event | None:
+        """Store `event` with the next seq; return the stored (frozen, numbered) event.
+
+        None when the log holds the same event already (see the class docstring).
+        """
         if not isinstance(event, Event):
             raise ValueError(f'event: must be an Event, got {event!r}')
         check_json(event.detail, f'event {event.key!r}: detail')
         detail = deep_freeze(event.detail)
-        effective = (event.effective_stamp if self._timebase is None
-                     else self._timebase.place(event.stamp))
+        identity = _identity(event, detail)
         with self._lock:
+            if identity in self._held:
+                self._duplicates += 1
+                return None
+            effective = (event.effective_stamp if self._timebase is None
+                         else self._timebase.place(event.stamp))
+            self._held.add(identity)
             stored = dataclasses.replace(event, seq=self._next_seq, detail=detail,
                                          effective_stamp=effective)
             self._next_seq += 1
@@ -52,6 +65,7 @@ class EventLog:
             self._keys.insert(index, key)
             self._events.insert(index, stored)
             if len(self._events) > self._limit:
+                self._held.discard(_identity(self._events[0], self._events[0].detail))
                 del self._keys[0], self._events[0]
                 self._dropped += 1
             last = self._last_stamp.get(stored.kind)
@@ -60,8 +74,8 @@ class EventLog:
         return stored
 
     def extend(self, events: Iterable[Event]) -> list[Event]:
-        """Append each of `events`; return the stored events."""
-        return [self.append(event) for event in events]
+        """Append each of `events`; return the stored events (duplicates left out)."""
+        return [stored for stored in map(self.append, events) if stored is not None]
 
     def window(self, since: float, until: float, kinds: Iterable[EventKind] | None = None,
                max_count: int = 0) -> tuple[Event, ...]:
@@ -116,5 +130,17 @@ class EventLog:
         """Number of oldest events dropped because the log was full."""
         return self._dropped
 
+    @property
+    def duplicates(self) -> int:
+        """Number of events not stored because the log held them already."""
+        return self._duplicates
+
     def __len__(self) -> int:
         return len(self._events)
+
+
+def _identity(event: Event, detail: Any) -> tuple:
+    """Return what tells one event from another: its stamp and content (not its seq)."""
+    importance = event.importance
+    return (event.stamp, event.kind, event.source, event.key, value_text(detail), event.tags,
+            None if importance is None or math.isnan(importance) else importance)

@@ -40,6 +40,7 @@ class MissingReason(str, enum.Enum):
     EVICTED = 'EVICTED'
     OUT_OF_SCOPE = 'OUT_OF_SCOPE'
     INJECTED_DROP = 'INJECTED_DROP'
+    RESYNCING = 'RESYNCING'   # not heard yet since the node started re-reading the writers
 
 
 # One encoder for every call: json.dumps with options builds a new encoder each time.

@@ -7,19 +7,19 @@ DecisionStatus stamped with the (tick, frame digest) it used.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
 from rclpy.node import Node
 from rclpy.utilities import remove_ros_args
 
-from working_memory.client import WorkingMemoryClient
-from working_memory.core.items import BoardEntry, Event, EventKind
+from working_memory.client import EventLogger, WorkingMemoryClient
+from working_memory.core.items import EventKind
 from working_memory.core.pack_view import PackView
 from working_memory.decision.conversions import decision_status_msg
-from working_memory.msg import BoardUpdate, DecisionStatus, LogEvent
+from working_memory.msg import DecisionStatus
 from working_memory.ros import qos
-from working_memory.ros.conversions import board_update_msg, log_event_msg
 from working_memory.ros.parameters import declare_parameters
 from working_memory.ros.params import ParamSpec, ParamType
 from working_memory.ros.spin import run_node
@@ -55,7 +55,7 @@ class DecisionNode(Node):
         self.params = declare_parameters(self, COMMON_PARAMS + self.PARAMS)
         self.cabin = self.params['cabin'] or default_cabin
         self._status_pub = self.create_publisher(DecisionStatus, '~/status', qos.stream_qos(10))
-        self._log_pub = self.create_publisher(LogEvent, 'log', qos.stream_qos())
+        self._log = EventLogger(self)
         self.client = WorkingMemoryClient(self, self.cabin,
                                           self.params['working_memory_namespace'],
                                           on_pack=self._on_pack)
@@ -77,19 +77,8 @@ class DecisionNode(Node):
     def publish_event(self, kind: EventKind, key: str, detail: Any, now: float,
                       tags: tuple[str, ...] = (), importance: float | None = None) -> None:
         """Publish one event on `log`, with this node's name as its source."""
-        self._log_pub.publish(log_event_msg(Event(
-            stamp=now, kind=kind, source=self.get_name(), key=key, detail=detail,
-            importance=importance, tags=tags)))
-
-    def board_publisher(self):
-        """Return a publisher on `board` (for the nodes that own board keys)."""
-        return self.create_publisher(BoardUpdate, 'board', qos.stream_qos())
-
-    @staticmethod
-    def board_update(key: str, value: Any, now: float, importance: float,
-                     tags: tuple[str, ...]) -> BoardUpdate:
-        """Return a BoardUpdate setting one key (ttl 0: the owner replaces it when it changes)."""
-        return board_update_msg([BoardEntry(key, value, now, importance, 0.0, tags)], now)
+        self._log.log(kind.value, key, detail, tags=tags, stamp=now,
+                      importance=math.nan if importance is None else importance)
 
     def _on_pack(self, view: PackView) -> None:
         now = self.now()

@@ -6,6 +6,7 @@ from typing import Any
 
 from geometry_msgs.msg import Twist
 
+from working_memory.client import BoardWriter
 from working_memory.core.items import EventKind
 from working_memory.core.pack_view import PackView
 from working_memory.decision.conversions import twist_msg
@@ -62,7 +63,7 @@ class ExecutorNode(DecisionNode):
                 'lookahead_m', 'max_speed', 'max_turn_rate', 'goal_tolerance_m', 'door_stop_m',
                 'retry_backoff_s', 'conservative_backoff_s')}))
         self._cmd_pub = self.create_publisher(Twist, 'cmd_vel', qos.stream_qos(10))
-        self._board_pub = self.board_publisher()
+        self._board = BoardWriter(self)
         self._action: Action | None = None
         self._last_pack_at: float | None = None
         self._moving = False
@@ -76,7 +77,7 @@ class ExecutorNode(DecisionNode):
         self._moving = command.linear != 0.0 or command.angular != 0.0
         if command.action != self._action:
             value = command.action.as_value()
-            self._board_pub.publish(self.board_update(ACTION_KEY, value, now, 0.7, ('delivery',)))
+            self._board.set(ACTION_KEY, value, importance=0.7, tags=('delivery',), stamp=now)
             self.publish_event(EventKind.ACTION, command.action.name,
                                {'strategy': value['strategy'], 'attempt': value['attempt']}, now,
                                tags=('delivery',))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from working_memory.client import BoardWriter
 from working_memory.core.items import EventKind
 from working_memory.core.pack_view import PackView
 from working_memory.decision.decision_node import DecisionNode, run_decision_node
@@ -62,7 +63,7 @@ class PlannerNode(DecisionNode):
             clearance_cost=self.params['clearance_cost'],
             occupied_threshold=self.params['occupied_threshold'],
             door_width_m=self.params['door_width_m']))
-        self._board_pub = self.board_publisher()
+        self._board = BoardWriter(self)
         self._alarm_signature: list[str] | None = None
         self._planned_at: float | None = None
         self._published: tuple | None = None   # waypoints after the start point
@@ -113,11 +114,10 @@ class PlannerNode(DecisionNode):
         shape = route.waypoints[1:]
         changed = shape != self._published
         if changed:
-            self._board_pub.publish(self.board_update(
-                ROUTE_KEY, {'waypoints': [list(point) for point in route.waypoints],
-                            'reaches_goal': route.reaches_goal,
-                            'tick': view.tick, 'digest': view.frame_digest},
-                now, 0.8, ('delivery', 'navigation')))
+            self._board.set(ROUTE_KEY, {'waypoints': [list(point) for point in route.waypoints],
+                                        'reaches_goal': route.reaches_goal,
+                                        'tick': view.tick, 'digest': view.frame_digest},
+                            importance=0.8, tags=('delivery', 'navigation'), stamp=now)
             self._published, self._route_tick = shape, view.tick
         self.publish_status(view, 'route', {
             'alarm': False, 'published': changed, 'route_tick': self._route_tick,

@@ -59,6 +59,8 @@ CABIN_SETS: dict[str, tuple[type, ...]] = {
 # its outputs (frame, evictions, diagnostics), and what the cabins decided (statuses; alarms
 # are ALARM events on the log): enough to replay the run offline and ask what was missing.
 RECORDED_TOPICS = ('/board', '/log', '/map', '/odom', '/clock', '/parameter_events',
+                   # What a node re-read after it started (msg/Resync.msg).
+                   '/resync/request', '/resync/answer',
                    '/working_memory/frame', '/working_memory/evictions', '/diagnostics',
                    # Each cabin's map window, named by digest in the frames (map_windows).
                    '/working_memory/planner/window', '/working_memory/executor/window',

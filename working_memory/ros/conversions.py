@@ -11,6 +11,7 @@ log the rejection and count it; output conversions never fail on core types.
 from __future__ import annotations
 
 import array
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -31,11 +32,11 @@ from working_memory.core.windows import checked_window, window_digest
 from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction,
                                 EvictionBatch, InputCount, LogEvent, MapWindow as MapWindowMsg,
-                                MissingItem, WorkingItem)
+                                MissingItem, Resync, ResyncAnswer, WorkingItem)
 from working_memory.ros import inputs
 from working_memory.ros.diagnostics import Status
 # The input conversions live in ros/inputs.py (pure, shared with the offline replay).
-from working_memory.ros.inputs import (BoardBatch, board_batch_from_msg,  # noqa: F401
+from working_memory.ros.inputs import (BoardBatch, answers, board_batch_from_msg,  # noqa: F401
                                        board_entry_from_msg, grid_from_msg, json_field,
                                        pose_from_msg, pose_from_odometry,
                                        pose_from_pose_stamped,
@@ -60,6 +61,11 @@ _KIND_FROM_MSG = {getattr(LogEvent, kind.value): kind for kind in EventKind}
 def event_from_msg(msg, now: float) -> Event:
     """Convert a LogEvent, raising ValueError naming the field; a zero stamp means `now` [s]."""
     return inputs.event_from_msg(msg, now, _KIND_FROM_MSG)
+
+
+def answer_from_msg(msg, now: float) -> inputs.Answer:
+    """Convert a ResyncAnswer, raising ValueError naming the field (inputs.answer_from_msg)."""
+    return inputs.answer_from_msg(msg, now, _KIND_FROM_MSG)
 
 # -- map -------------------------------------------------------------------
 
@@ -135,17 +141,19 @@ def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> 
 
 def context_frame_msg(frame: Frame, map_frame: str,
                       inputs_received: Mapping[str, int] | None = None,
-                      inline_windows: bool = True) -> ContextFrame:
+                      inline_windows: bool = True, started: float = 0.0,
+                      resyncing: bool = False) -> ContextFrame:
     """Return a frozen Frame as a ContextFrame, packs in cabin order.
 
     `inputs_received` is {resolved input topic: messages received before the tick};
-    `inline_windows` as in `context_pack_msg`.
+    `inline_windows` as in `context_pack_msg`; `started` [s] and `resyncing` the node's.
     """
     msg = ContextFrame(tick=frame.tick, digest=frame.digest,
                        packs=[context_pack_msg(pack, map_frame, inline_windows)
                               for pack in frame.packs.values()],
                        inputs=[InputCount(topic=topic, received=count)
-                               for topic, count in (inputs_received or {}).items()])
+                               for topic, count in (inputs_received or {}).items()],
+                       started=time_from_seconds(started), resyncing=resyncing)
     msg.header.stamp = time_from_seconds(frame.stamp)
     msg.header.frame_id = map_frame
     return msg
@@ -242,9 +250,11 @@ class FrameOutput:
 
     def frame_bytes(self, frame: Frame, map_frame: str,
                     inputs_received: Mapping[str, int] | None = None,
-                    inline_windows: bool = True) -> bytes:
+                    inline_windows: bool = True, started: float = 0.0,
+                    resyncing: bool = False) -> bytes:
         """Return `frame` as the serialized ContextFrame `context_frame_msg` would give."""
-        return self._encoder.frame(frame, map_frame, inputs_received, inline_windows)
+        return self._encoder.frame(frame, map_frame, inputs_received, inline_windows,
+                                   started, resyncing)
 
     def pack_msg(self, pack: Pack, map_frame: str) -> ContextPack:
         """Return the pack's ContextPack, converted once per pack (the latest few are kept)."""
@@ -332,6 +342,23 @@ def duration_from_seconds(seconds: float) -> Duration:
     return Duration(sec=sec, nanosec=nanosec)
 
 
+def resync_msg(node: str, started: float, event_window_s: float) -> Resync:
+    """Return the node's request for the writers' truth (msg/Resync.msg)."""
+    msg = Resync(node=node, event_window_s=float(event_window_s))
+    msg.header.stamp = time_from_seconds(started)
+    return msg
+
+
+def resync_answer_msg(request: Resync, writer: str, entries: Iterable[BoardEntry],
+                      events: Iterable[Event], stamp: float) -> ResyncAnswer:
+    """Return a writer's answer to `request`: its standing entries and events, at `stamp` [s]."""
+    msg = ResyncAnswer(node=request.node, request_stamp=request.header.stamp, writer=writer,
+                       entries=[board_entry_msg(entry) for entry in entries],
+                       events=[log_event_msg(event) for event in events])
+    msg.header.stamp = time_from_seconds(stamp)
+    return msg
+
+
 def board_entry_msg(entry: BoardEntry) -> BoardEntryMsg:
     """Return a core BoardEntry as a BoardEntry message (manifest weight: NaN)."""
     return BoardEntryMsg(key=entry.key, value=json_text(entry.value), tags=list(entry.tags),
@@ -412,7 +439,9 @@ def cabin_pack_from_frame(msg: ContextFrame, cabin: str) -> PackView | None:
         if pack.cabin == cabin:
             if pack.tick != msg.tick:
                 raise ValueError(f'frame tick {msg.tick}: pack {cabin!r} has tick {pack.tick}')
-            return pack_view_from_msg(pack, msg.digest)
+            return dataclasses.replace(pack_view_from_msg(pack, msg.digest),
+                                       started=seconds_from_time(msg.started),
+                                       resyncing=msg.resyncing)
     return None
 
 

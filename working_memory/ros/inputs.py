@@ -114,11 +114,15 @@ def _depth(value: Any) -> int:
 
 @dataclass(frozen=True, slots=True)
 class BoardBatch:
-    """A BoardUpdate as core types; `errors` names each entry that was rejected."""
+    """A BoardUpdate as core types; `errors` names each entry that was rejected.
+
+    `stamp` [s] is the update's (its header stamp, or the receive time without one).
+    """
 
     entries: tuple[BoardEntry, ...]
     removed_keys: tuple[str, ...]
     errors: tuple[str, ...]
+    stamp: float = 0.0
 
 
 def board_batch_from_msg(msg, now: float, frozen: bool = False) -> BoardBatch:
@@ -152,7 +156,7 @@ def board_batch_from_msg(msg, now: float, frozen: bool = False) -> BoardBatch:
     if not all(removed):
         errors.append('removed_keys: empty key ignored')
         removed = tuple(key for key in removed if key)
-    return BoardBatch(tuple(entries), removed, tuple(errors))
+    return BoardBatch(tuple(entries), removed, tuple(errors), received)
 
 
 def board_entry_from_msg(entry, received: float, frozen: bool = False) -> BoardEntry:
@@ -189,6 +193,44 @@ def event_from_msg(msg, now: float, kinds: Mapping[int, EventKind]) -> Event:
     return Event(stamp=stamp, kind=kind, source=msg.source,
                  key=msg.key, detail=detail, importance=importance_from_msg(msg.importance),
                  tags=tuple(msg.tags))
+
+# -- resync answers ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A writer's ResyncAnswer as core types; `errors` names each entry or event rejected."""
+
+    writer: str
+    entries: tuple[BoardEntry, ...]
+    events: tuple[Event, ...]
+    errors: tuple[str, ...]
+
+
+def answers(msg, node: str, started: float) -> bool:
+    """Return True when a ResyncAnswer answers `node`'s request of `started` [s]."""
+    return msg.node == node and abs(seconds_from_time(msg.request_stamp) - started) < 1e-6
+
+
+def answer_from_msg(msg, now: float, kinds: Mapping[int, EventKind]) -> Answer:
+    """Convert a ResyncAnswer (see `answers`); a zero header stamp means `now` [s].
+
+    Bad entries and events are rejected one by one (the rest still apply); a negative
+    header stamp rejects the whole answer (ValueError).
+    """
+    received = stamp_or(msg.header.stamp, now, 'header.stamp')
+    entries, events, errors = [], [], []
+    for index, entry in enumerate(msg.entries):
+        try:
+            entries.append(board_entry_from_msg(entry, received))
+        except ValueError as error:
+            errors.append(f'entries[{index}] {error}')
+    for index, event in enumerate(msg.events):
+        try:
+            events.append(event_from_msg(event, received, kinds))
+        except ValueError as error:
+            errors.append(f'events[{index}] {error}')
+    return Answer(msg.writer, tuple(entries), tuple(events), tuple(errors))
 
 # -- map -------------------------------------------------------------------
 

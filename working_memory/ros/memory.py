@@ -15,9 +15,10 @@ from working_memory.core.eviction import EvictionRecord, HalfLifeBlend, Importan
 from working_memory.core.frames import Frame, FrameStore
 from working_memory.core.gridmap import GridMap
 from working_memory.core.manifest import Manifest
+from working_memory.core.resync import Resync, mark_resyncing, resyncing_detail
 from working_memory.core.timebase import TimeBase
-from working_memory.ros.diagnostics import CapacityUse, Health, Status
-from working_memory.ros.inputs import POSE_TOPICS
+from working_memory.ros.diagnostics import CapacityUse, Health, Level, Status
+from working_memory.ros.inputs import Answer, BoardBatch, POSE_TOPICS
 from working_memory.ros.params import NodeConfig
 
 
@@ -33,6 +34,8 @@ class Memory:
     assembler: Assembler
     frames: FrameStore
     health: Health
+    # The re-reading of the writers: this memory started empty (core/resync.py).
+    resync: Resync
     grid: GridMap | None = None
     pose: tuple[float, float] | None = None
     tick: int = 0
@@ -62,6 +65,26 @@ class Memory:
             self.assembler.set_manifests(manifests)
         return old
 
+    def take_board(self, batch: BoardBatch) -> None:
+        """Apply a live board update (entries frozen by the intake); note its removals."""
+        self.board.apply_checked(batch.entries, batch.removed_keys)
+        if batch.removed_keys:
+            self.resync.removed(batch.removed_keys, batch.stamp)
+
+    def take_answer(self, answer: Answer) -> None:
+        """Take a writer's answer to the resync: what is not older than the live updates."""
+        self.board.apply(self.resync.standing(answer.entries, self.board))
+        self.log.extend(answer.events)
+
+    def resynced(self, frame: Frame, now: float, writers: dict[bytes, str]) -> Frame:
+        """Return `frame` as it goes out at `now` [s]: marked while the writers are re-read.
+
+        `writers` ({gid: node name}) are the publishers on `resync/answer` the graph shows.
+        """
+        if not self.resync.update(now, writers):
+            return frame
+        return mark_resyncing(frame, resyncing_detail(self.resync.started))
+
     def evictions(self, frame: Frame, effective: float) -> list[EvictionRecord]:
         """Return the evictions `frame`'s tick publishes (a runtime change's first), counted."""
         evictions = self.pending_evictions + list(frame.evictions)
@@ -82,15 +105,33 @@ class Memory:
         working_set = self.working_set
         use = CapacityUse(len(working_set), working_set.capacity, working_set.size_bytes,
                           working_set.size_budget, working_set.capacity_alarm)
-        return self.health.statuses(
+        resync = self.resync
+        return [*self.health.statuses(
             effective, epoch=self.timebase.epoch, capacity=use,
             missing={cabin: pack.missing for cabin, pack in frame.packs.items()},
-            stale_check=self.config.stale_check)
+            stale_check=self.config.stale_check),
+            Status('resync', Level.WARN if resync.active else Level.OK,
+                   resync.status(frame.stamp),
+                   (('started', f'{resync.started:.3f}'), ('active', str(resync.active)),
+                    ('took_s', '' if resync.active else f'{resync.ended - resync.started:.3f}'),
+                    ('not_heard', ', '.join(resync.unheard)),
+                    ('duplicate_events', str(self.log.duplicates))))]
 
     @property
     def timebase(self) -> TimeBase:
         """The one effective timeline of ticks, receipts, stamps, evictions: the working set's."""
         return self.working_set.timebase
+
+
+# Where the writers answer a resync request (msg/ResyncAnswer.msg), and where it is asked.
+ANSWER_TOPIC = 'resync/answer'
+REQUEST_TOPIC = 'resync/request'
+
+
+def event_window_s(manifests: dict[str, Manifest]) -> float:
+    """Return the widest event window of the manifests [s] (0 when none reads events)."""
+    return max((manifest.events.window_s for manifest in manifests.values()
+                if manifest.events.enabled), default=0.0)
 
 
 def pose_topic(config: NodeConfig) -> str | None:
@@ -106,6 +147,8 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float)
     working_set = WorkingSet(config.capacity, config.size_budget, config.exempt_prefixes, policy)
     # Board changes, events and the latched map are sporadic: their silence is no fault.
     inputs = {'board': None, 'map': None, 'log': None}
+    if config.resync_timeout_s > 0.0:
+        inputs[ANSWER_TOPIC] = None
     topic = pose_topic(config)
     if topic:
         inputs[topic] = config.stale_after_s
@@ -118,7 +161,8 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float)
                   assembler=Assembler(manifests, working_set, pose_key=(
                       config.pose_key if config.pose_source == 'board' else None)),
                   frames=FrameStore(config.frames_kept),
-                  health=Health(inputs, timebase.observe(now)))
+                  health=Health(inputs, timebase.observe(now)),
+                  resync=Resync(now, config.resync_timeout_s))
 
 
 def tick_description(config: NodeConfig) -> str:

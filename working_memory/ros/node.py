@@ -29,12 +29,14 @@ from std_msgs.msg import Empty
 
 from working_memory.core.explain import explain
 from working_memory.core.frames import Frame
-from working_memory.msg import BoardUpdate, ContextFrame, EvictionBatch, LogEvent
+from working_memory.msg import (BoardUpdate, ContextFrame, EvictionBatch, LogEvent, Resync,
+                                ResyncAnswer)
 from working_memory.ros import conversions as conv
 from working_memory.ros import qos
 from working_memory.ros.diagnostics import Status, lifecycle_status
 from working_memory.ros.diagnostics_topic import DiagnosticsTopic
-from working_memory.ros.memory import (Memory, build_memory, pose_requirers, pose_topic,
+from working_memory.ros.memory import (ANSWER_TOPIC, Memory, REQUEST_TOPIC, build_memory,
+                                       event_window_s, pose_requirers, pose_topic,
                                        tick_description)
 from working_memory.ros.parameters import NodeParameters, changed
 from working_memory.ros.params import NodeConfig
@@ -71,6 +73,10 @@ class WorkingMemoryNode(LifecycleNode):
         `~/evictions` (EvictionBatch, in ticks with evictions or readmissions),
         `~/<cabin>/window` (MapWindow, with map_windows reference: when it changes,
         reliable + transient local + keep last 4),
+    Resync (from configure to cleanup, unless resync_timeout_s is 0; core/resync.py):
+        publishes `resync/request` (Resync, reliable + transient local + keep last 1) once
+        per configure, asking the writers for the truth they hold; takes their answers on
+        `resync/answer` (ResyncAnswer, reliable + transient local, on `<name>_inputs`).
     Publishers (every state):
         `/diagnostics` (diagnostic_msgs/DiagnosticArray), statuses named
         `<fully qualified node name>: <status>`: per tick while active, else a
@@ -88,7 +94,8 @@ class WorkingMemoryNode(LifecycleNode):
         self._jump_handle: JumpHandle | None = None
         self._ticker: TickTimer | None = None   # while active, unless a trigger topic ticks
         self._intake: Intake | None = None      # board and log, while configured
-        self._frame_pub = self._evictions_pub = None
+        self._frame_pub = self._evictions_pub = self._resync_pub = None
+        self._ask: Resync | None = None   # the resync request of this configure
         # Why the node is unconfigured (a failed configure, an error), for /diagnostics.
         self._failure: str | None = None
         self._finalized = False
@@ -189,6 +196,10 @@ class WorkingMemoryNode(LifecycleNode):
                                qos.input_events('board', *events), raw=True)
         self._intake.subscribe(LogEvent, 'log', self._on_log, qos.input_qos(),
                                qos.input_events('log', *events))
+        if config.resync_timeout_s > 0.0:
+            self._intake.subscribe(ResyncAnswer, ANSWER_TOPIC, self._on_answer,
+                                   qos.latched_qos(qos.ANSWERS_KEPT),
+                                   qos.input_events(ANSWER_TOPIC, *events))
         self._entities += [
             self.create_subscription(OccupancyGrid, 'map', self._on_map, qos.map_qos(),
                                      event_callbacks=qos.input_events('map', *events)),
@@ -211,6 +222,13 @@ class WorkingMemoryNode(LifecycleNode):
         self._evictions_pub = self.create_lifecycle_publisher(
             EvictionBatch, '~/evictions', qos.stream_qos(),
             event_callbacks=qos.output_events('~/evictions', *events))
+        if config.resync_timeout_s > 0.0:
+            # Asked once the subscriptions exist: an answer cannot come before they do.
+            self._resync_pub = self.create_publisher(Resync, REQUEST_TOPIC, qos.latched_qos(1))
+            self._ask = conv.resync_msg(self.get_fully_qualified_name(),
+                                        self._memory.resync.started,
+                                        event_window_s(self._memory.manifests))
+            self._resync_pub.publish(self._ask)
         self._entities += [
             self.create_service(Assemble, '~/assemble', self._handle_assemble),
             self.create_service(Explain, '~/explain', self._handle_explain),
@@ -238,7 +256,9 @@ class WorkingMemoryNode(LifecycleNode):
         for publisher in (self._frame_pub, self._evictions_pub):
             if publisher is not None:
                 self.destroy_lifecycle_publisher(publisher)
-        self._frame_pub = self._evictions_pub = None
+        if self._resync_pub is not None:
+            self.destroy_publisher(self._resync_pub)
+        self._frame_pub = self._evictions_pub = self._resync_pub = None
         if self._views is not None:
             self._views.destroy()
             self._views = None
@@ -322,12 +342,19 @@ class WorkingMemoryNode(LifecycleNode):
         memory.tick += 1
         frame = memory.assembler.assemble(memory.tick, now, memory.board, memory.log,
                                           memory.grid, memory.pose)
+        if memory.resync.active:
+            frame = memory.resynced(frame, now, self._writers())
+            # Asked again every tick until it ends: a latched sample published before a
+            # writer matched reaches it only at the next heartbeat (Fast DDS: up to 3 s);
+            # a new one goes at once. Writers answer each request once.
+            self._resync_pub.publish(self._ask)
         # A window goes out before the first frame that names it (map_windows: reference).
         if self._windows is not None:
             self._windows.publish(frame)
         # The receipt per input topic lets an offline replay apply exactly what this tick saw.
         self._frame_pub.publish(self._output.frame_bytes(
-            frame, config.map_frame, memory.receipts(), inline_windows=self._windows is None))
+            frame, config.map_frame, memory.receipts(), self._windows is None,
+            memory.resync.started, memory.resync.active))
         # Retained for ~/assemble and ~/explain once it is out (no callback runs in between).
         memory.frames.publish(frame)
         if self._views is not None:
@@ -341,6 +368,12 @@ class WorkingMemoryNode(LifecycleNode):
                                        *memory.statuses(frame, effective)], now)
         period = None if config.trigger_topic else config.tick_period_s
         memory.health.tick_done(time.perf_counter() - started, period)
+
+    def _writers(self) -> dict[bytes, str]:
+        """Return {gid: node name} of the writers that answer a resync (the graph's now)."""
+        names = self._memory.resolved_names
+        return {bytes(info.endpoint_gid): f'{info.node_namespace.rstrip("/")}/{info.node_name}'
+                for info in self.get_publishers_info_by_topic(names[ANSWER_TOPIC])}
 
     def _on_idle(self) -> None:
         """Publish the lifecycle status while the node does not tick (ticks publish their own).
@@ -403,7 +436,7 @@ class WorkingMemoryNode(LifecycleNode):
             batch = conv.board_batch_from_bytes(data, now)
             for error in batch.errors:
                 self._reject('board', error)
-            memory.board.apply_checked(batch.entries, batch.removed_keys)
+            memory.take_board(batch)
         except ValueError as error:
             self._reject('board', str(error))
 
@@ -413,6 +446,22 @@ class WorkingMemoryNode(LifecycleNode):
             memory.log.append(conv.event_from_msg(msg, now))
         except ValueError as error:
             self._reject('log', str(error))
+
+    def _on_answer(self, msg: ResyncAnswer, info: dict) -> None:
+        """Take a writer's answer to this node's request; counted only then (the receipt)."""
+        memory = self._memory
+        if not conv.answers(msg, self.get_fully_qualified_name(), memory.resync.started):
+            return   # to another node, or a latched answer to an earlier start
+        memory, now = self._received(ANSWER_TOPIC, info)
+        try:
+            answer = conv.answer_from_msg(msg, now)
+        except ValueError as error:
+            self._reject(ANSWER_TOPIC, str(error))
+            return
+        for error in answer.errors:
+            self._reject(ANSWER_TOPIC, error)
+        memory.take_answer(answer)
+        memory.resync.heard(conv.publication(info)[0])
 
     def _on_map(self, msg: OccupancyGrid) -> None:
         self._tick_if_due()

@@ -108,6 +108,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('diagnostics_period_s', ParamType.DOUBLE, 1.0,
               'Minimum time between two /diagnostics messages [s]; 0 publishes every tick',
               range=(0.0, 3600.0)),
+    ParamSpec('resync_timeout_s', ParamType.DOUBLE, 5.0,
+              'After configure (an empty memory) the node asks the writers for the truth on '
+              '`resync` and re-reads it at most this long [s]; meanwhile frames say resyncing '
+              'and absent keys read RESYNCING; 0: no resync', range=(0.0, 60.0),
+              read_only=True),
     ParamSpec('manifests_file', ParamType.STRING, '',
               "YAML file with cabin manifests (a cabins: mapping); '' reads only cabins.* "
               'parameters', read_only=True),
@@ -252,6 +257,7 @@ class NodeConfig:
     stale_check: bool
     stale_after_s: float
     diagnostics_period_s: float
+    resync_timeout_s: float
     manifests_file: str
     cabin_names: tuple[str, ...]
     views: bool

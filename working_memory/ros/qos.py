@@ -13,6 +13,10 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityP
                        qos_policy_name_from_kind)
 
 
+# Resync answers a node's subscription holds (each writer keeps its last one).
+ANSWERS_KEPT = 256
+
+
 def latched_qos(depth: int = 1) -> QoSProfile:
     """Return reliable, transient-local, keep-last-`depth`: the latest wait for late joiners."""
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,

@@ -322,12 +322,14 @@ class FrameEncoder:
 
     def frame(self, frame: Frame, map_frame: str,
               inputs_received: Mapping[str, int] | None = None,
-              inline_windows: bool = True) -> bytes:
+              inline_windows: bool = True, started: float = 0.0,
+              resyncing: bool = False) -> bytes:
         """Return `frame` serialized as a ContextFrame (packs in cabin order).
 
         `inputs_received` is {resolved input topic: messages received before the tick};
         without `inline_windows` each pack's nearby_map is empty and only its
-        map_window_digest names the window (map windows by reference).
+        map_window_digest names the window (map windows by reference). `started` [s]
+        and `resyncing` are the node's (ContextFrame.started, .resyncing).
         """
         writer = Writer()
         frame_id = self._string(map_frame)
@@ -355,6 +357,10 @@ class FrameEncoder:
             writer.parts += (segment, _U64.pack(received))
         writer.parts.append(segments[-1])
         writer.offset += length
+        pad = -writer.offset % 4
+        writer.parts += (_ZEROS[:pad], _TIME.pack(*nanoseconds(started)),
+                         b'\x01' if resyncing else b'\x00')
+        writer.offset += pad + 9
         # Keep what this frame used; what it no longer holds is not coming back.
         self._events = used_events
         if len(self._items) > 2 * items + 256:

@@ -182,7 +182,7 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
             entries.append(BoardEntry(key, value, stamp, importance, ttl, tuple(tags)))
         if not all(removed) or len(entries) > 1 and len({e.key for e in entries}) < len(entries):
             raise _Irregular
-        return BoardBatch(tuple(entries), tuple(removed), ())
+        return BoardBatch(tuple(entries), tuple(removed), (), received)
     except (_Irregular, struct.error, UnicodeDecodeError, IndexError, StopIteration,
             ValueError, RecursionError):
         # ValueError: JSON the strict parser refuses (the reference names the entry).

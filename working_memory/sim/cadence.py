@@ -46,9 +46,8 @@ class ChangedEntries:
     def __init__(self):
         self._sent: dict[str, object] = {}
 
-    def select(self, entries: Iterable[BoardEntry], resend: bool = False) -> list[BoardEntry]:
-        """Return the entries to publish; `resend` returns all (a new subscriber joined)."""
-        selected = [entry for entry in entries
-                    if resend or self._sent.get(entry.key, _NEVER) != entry.value]
+    def select(self, entries: Iterable[BoardEntry]) -> list[BoardEntry]:
+        """Return the entries to publish (a restarted working memory asks the BoardWriter)."""
+        selected = [entry for entry in entries if self._sent.get(entry.key, _NEVER) != entry.value]
         self._sent.update((entry.key, entry.value) for entry in selected)
         return selected

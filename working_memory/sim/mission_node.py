@@ -10,12 +10,10 @@ from __future__ import annotations
 import sys
 
 from nav_msgs.msg import Odometry
-from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
 from rclpy.utilities import remove_ros_args
 
-from working_memory.msg import BoardUpdate, LogEvent
-from working_memory.ros.conversions import board_update_msg, log_event_msg
+from working_memory.client import BoardWriter, EventLogger
 from working_memory.ros.parameters import declare_double_array, declare_parameters
 from working_memory.ros.params import ParamSpec, ParamType, check_value
 from working_memory.ros.qos import event_log_qos, pose_qos, stream_qos
@@ -26,6 +24,8 @@ from working_memory.sim.mission import DOOR_STATES, Mission, polygon_from_flat, 
 from working_memory.sim.world import WorldConfig, delivery_mission
 
 _DELIVERY = delivery_mission(WorldConfig())
+# How often the mission looks for its `log` listeners before it starts [s].
+START_POLL_S = 0.1
 
 MISSION_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('goal_x', ParamType.DOUBLE, _DELIVERY.goal_x, 'Goal x in the map frame [m]',
@@ -85,16 +85,13 @@ class MissionNode(Node):
         self._mission = mission_from_values(values, zone)
         self._map_frame = values['map_frame']
         self._log_listeners = values['log_listeners']
-        self._started = False
-        self._board_pub = self.create_publisher(
-            BoardUpdate, 'board', stream_qos(),
-            event_callbacks=PublisherEventCallbacks(matched=self._on_board_matched))
-        self._log_pub = self.create_publisher(
-            LogEvent, 'log', event_log_qos(),
-            event_callbacks=PublisherEventCallbacks(matched=self._on_log_matched))
+        # A restarted working memory asks them for what they hold (client.py writers).
+        self._board = BoardWriter(self, qos_profile=stream_qos())
+        self._log = EventLogger(self, qos_profile=event_log_qos())
         self.create_subscription(Odometry, '/odom', self._on_odom, pose_qos())
-        self._publish_static()
-        self._start_when_heard()
+        now = self._now()
+        self._board.put(self._mission.static_entries(now), stamp=now)
+        self._start_timer = self.create_timer(START_POLL_S, self._start_when_heard)
         mission = self._mission
         self.get_logger().info(f'mission: deliver to {mission.target} at '
                                f'({mission.goal_x:.2f}, {mission.goal_y:.2f}) m')
@@ -102,28 +99,14 @@ class MissionNode(Node):
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _publish_static(self) -> None:
-        now = self._now()
-        self._board_pub.publish(board_update_msg(self._mission.static_entries(now), now))
-
-    def _on_board_matched(self, info) -> None:
-        # `board` is volatile: a subscriber that matched after the start (or restarted)
-        # has never seen the static keys. The board replaces by key, so others don't mind.
-        if info.current_count_change > 0:
-            self._publish_static()
-
-    def _on_log_matched(self, info) -> None:
-        if info.current_count_change > 0:
-            self._start_when_heard()
-
     def _start_when_heard(self) -> None:
         # Most `log` subscribers are volatile: log the opening events once the expected
         # listeners matched, then late joiners asking for transient local still get them.
-        if self._started or self._log_pub.get_subscription_count() < self._log_listeners:
+        if self._log.subscription_count < self._log_listeners:
             return
-        self._started = True
+        self.destroy_timer(self._start_timer)
         for event in self._mission.start_events(self._now()):
-            self._log_pub.publish(log_event_msg(event))
+            self._log.put(event)
 
     def _on_odom(self, msg: Odometry) -> None:
         try:
@@ -132,7 +115,7 @@ class MissionNode(Node):
             self.get_logger().warning(f'{error}; pose not published', throttle_duration_sec=1.0)
             return
         now = self._now()
-        self._board_pub.publish(board_update_msg([pose_entry(x, y, yaw, now)], now))
+        self._board.put([pose_entry(x, y, yaw, now)], stamp=now)
 
 
 USAGE = (

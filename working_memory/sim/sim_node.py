@@ -9,17 +9,16 @@ from geometry_msgs.msg import Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.clock import Clock as TimerClock
 from rclpy.clock import ClockType
-from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
 from rclpy.utilities import remove_ros_args
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
+from working_memory.client import BoardWriter, EventLogger
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import Event, EventKind
-from working_memory.msg import BoardUpdate, LogEvent
-from working_memory.ros.conversions import (board_update_msg, event_from_msg, grid_msg_from_window,
-                                            log_event_msg)
+from working_memory.msg import LogEvent
+from working_memory.ros.conversions import event_from_msg, grid_msg_from_window
 from working_memory.ros.parameters import declare_parameters
 from working_memory.ros.qos import command_qos, event_log_qos, latched_qos, map_qos, stream_qos
 from working_memory.ros.spin import run_node
@@ -66,7 +65,6 @@ class SimWorldNode(Node):
         self._world = DeliveryWorld(world_config, seed=self._config.seed,
                                     door_push_failures=self._config.push_failures_override)
         self._changed_static = ChangedEntries()
-        self._resend_static = False
         self._mission_started = False
         self._map_version = None
         self._collisions = 0
@@ -81,10 +79,9 @@ class SimWorldNode(Node):
         self._clock_pub = self.create_publisher(Clock, '/clock', stream_qos(10))
         self._odom_pub = self.create_publisher(Odometry, '/odom', stream_qos(10))
         self._map_pub = self.create_publisher(OccupancyGrid, '/map', map_qos())
-        self._board_pub = self.create_publisher(
-            BoardUpdate, 'board', stream_qos(),
-            event_callbacks=PublisherEventCallbacks(matched=self._on_board_matched))
-        self._log_pub = self.create_publisher(LogEvent, 'log', event_log_qos())
+        # A restarted working memory asks them for what they hold (client.py writers).
+        self._board = BoardWriter(self, qos_profile=stream_qos())
+        self._log = EventLogger(self, qos_profile=event_log_qos())
         self._status_pub = self.create_publisher(String, '~/status', latched_qos())
         self.create_subscription(Twist, '/cmd_vel', self._on_cmd_vel, command_qos())
         self.create_subscription(LogEvent, 'log', self._on_log, stream_qos())
@@ -117,12 +114,6 @@ class SimWorldNode(Node):
         if event.kind is EventKind.ACTION:
             self._actions.append(event)
 
-    def _on_board_matched(self, info) -> None:
-        # Board updates replace by key, so re-sending the static keys is harmless to
-        # existing subscribers and lets a late one (a restarted node) learn them.
-        if info.current_count_change > 0:
-            self._resend_static = True
-
     def _on_step(self) -> None:
         world = self._world
         report = world.step(self._config.sim_dt, *self._current_command())
@@ -152,7 +143,7 @@ class SimWorldNode(Node):
         # `log` is volatile for most subscribers: the mission starts (GOAL and CONSTRAINT
         # are logged) once the expected listeners matched. This node's own `log`
         # subscription is one more match.
-        return self._log_pub.get_subscription_count() >= 1 + self._config.log_listeners
+        return self._log.subscription_count >= 1 + self._config.log_listeners
 
     def _publish(self, now: float, events: list[Event]) -> None:
         world, config, due = self._world, self._config, self._cadences
@@ -165,8 +156,7 @@ class SimWorldNode(Node):
             self._odom_pub.publish(odometry_msg(world.pose.x, world.pose.y, world.pose.yaw,
                                                 *world.velocity, now, config.map_frame,
                                                 config.base_frame))
-        entries = self._changed_static.select(world.static_entries(now), self._resend_static)
-        self._resend_static = False
+        entries = self._changed_static.select(world.static_entries(now))
         if due['pose'].due(world.time_ns):
             entries.append(world.pose_entry(now))
         if due['battery'].due(world.time_ns):
@@ -174,10 +164,10 @@ class SimWorldNode(Node):
         if due['sensor'].due(world.time_ns):
             entries += world.sensor_entries(now)
         if entries:
-            self._board_pub.publish(board_update_msg(entries, now))
+            self._board.put(entries, stamp=now)
         for event in events:
             self.get_logger().info(f'{event.kind.value} {event.key}: {event.detail}')
-            self._log_pub.publish(log_event_msg(event))
+            self._log.put(event)
         # Also on every event, so the latched status shows a door opening or a delivery at once.
         if due['status'].due(world.time_ns) or events:
             self._status_pub.publish(json_string_msg(world.status()))

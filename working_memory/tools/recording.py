@@ -113,6 +113,8 @@ class FrameRecord:
     `stamp` is the tick time, `received` when the recorder got it (bag time) [s];
     `stamp_ns` the tick time [ns] as the node had it. `inputs` is the node's receipt:
     {input topic: messages received before the tick} (empty in bags made before it existed).
+    `started` [s] is when the node that made it started from an empty memory (a new
+    value: a restarted node); `resyncing` whether it was still re-reading the writers.
     """
 
     tick: int
@@ -122,6 +124,8 @@ class FrameRecord:
     packs: Mapping[str, PackRecord]
     stamp_ns: int = 0
     inputs: Mapping[str, int] = field(default_factory=dict)
+    started: float = 0.0
+    resyncing: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,8 +381,11 @@ def frame_record(msg, received: float, names: ConstantNames) -> FrameRecord:
              for pack in msg.packs}
     stamp = msg.header.stamp
     inputs = {count.topic: int(count.received) for count in getattr(msg, 'inputs', ())}
+    started = getattr(msg, 'started', None)
     return FrameRecord(int(msg.tick), seconds(stamp), received, msg.digest, packs,
-                       stamp.sec * 1_000_000_000 + stamp.nanosec, inputs)
+                       stamp.sec * 1_000_000_000 + stamp.nanosec, inputs,
+                       0.0 if started is None else seconds(started),
+                       bool(getattr(msg, 'resyncing', False)))
 
 
 def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:

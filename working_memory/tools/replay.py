@@ -39,6 +39,7 @@ from working_memory.core.frames import Frame
 from working_memory.core.gridmap import GridMap
 from working_memory.core.manifest import (Manifest, ManifestError, load_manifests,
                                           manifests_from_params)
+from working_memory.core.resync import Resync, mark_resyncing, resyncing_detail
 from working_memory.ros import inputs
 from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, cabin_param_specs,
                                        config_from_values, default_values, drop_param_spec)
@@ -216,6 +217,7 @@ class Truth:
 
     board: BoardSnapshot
     log: EventLog
+    resync: Resync
     grid: GridMap | None = None
     pose: tuple[float, float] | None = None
     rejected: list[str] = field(default_factory=list)
@@ -258,6 +260,9 @@ class Replay:
                                                                 (None, None))
         self._pose_topic = None if pose_topic is None else '/' + pose_topic.lstrip('/')
         self._stamps: dict[str, list[int]] = {}
+        # This node start's inputs (its own answers only) and where its receipts count from.
+        self._inputs: dict[str, tuple] = dict(run.inputs)
+        self._base: dict[str, int] = {topic: 0 for topic in run.inputs}
         # Per topic, ticks before whose frame the bag held a message the node took later.
         self.late: dict[str, int] = {}
         # Board keys whose entry came without a stamp (entry and header zero), and how many
@@ -266,7 +271,39 @@ class Replay:
         self._unstamped_events = 0
 
     def steps(self) -> Iterator[Step]:
-        """Yield one Step per recorded frame, in tick order."""
+        """Yield one Step per recorded frame, in tick order.
+
+        A frame with a new `started` is a restarted node's: the replay starts again
+        from an empty memory, as it did, and takes its receipts as counting anew.
+        """
+        started = None
+        applied = {topic: 0 for topic in self.run.inputs}
+        later = [change for change in self.run.parameters
+                 if change.node == self.settings.node]
+        for recorded in self.run.recording.frames:
+            notes = []
+            if recorded.started != started:
+                if started is not None:
+                    notes.append(f'the node started again at {recorded.started:.3f} s (tick '
+                                 f'{recorded.tick}): a new memory, re-read from the writers')
+                started = recorded.started
+                working_set, assembler, truth = self._empty_memory(recorded, applied)
+            notes += self._apply_inputs(truth, recorded, applied)
+            notes += self._runtime_changes(later, recorded, assembler)
+            frame = assembler.assemble(recorded.tick, recorded.stamp_ns * 1e-9, truth.board,
+                                       truth.log, truth.grid, truth.pose)
+            if recorded.resyncing:
+                frame = mark_resyncing(frame, resyncing_detail(recorded.started))
+            yield Step(recorded, frame, truth, working_set, assembler.manifests, tuple(notes))
+
+    def _empty_memory(self, first: FrameRecord,
+                      applied: dict[str, int]) -> tuple[WorkingSet, Assembler, Truth]:
+        """Return the core of a node that starts at `first`'s `started`; set its receipts' base.
+
+        A restarted node counts its receipts from 0: they count the last messages the bag
+        holds before its first frame (what it took after it subscribed), and the answers
+        to its own request only (`inputs.answers`: the node counts no other).
+        """
         config = self.config
         policy = (HalfLifeBlend(config.half_life_s) if config.eviction_policy == 'half_life'
                   else ImportanceLRU())
@@ -277,17 +314,26 @@ class Replay:
         # One timeline, as in the node: the board mirror and the event log place each
         # source stamp on the working set's timebase when it arrives.
         timebase = working_set.timebase
-        truth = Truth(BoardSnapshot(timebase), EventLog(config.event_log_limit, timebase))
+        truth = Truth(BoardSnapshot(timebase), EventLog(config.event_log_limit, timebase),
+                      resync=Resync(first.started, self.config.resync_timeout_s))
         self._observe = _Observer(timebase)
-        applied = {topic: 0 for topic in self.run.inputs}
-        later = [change for change in self.run.parameters
-                 if change.node == self.settings.node]
-        for recorded in self.run.recording.frames:
-            notes = list(self._apply_inputs(truth, recorded, applied))
-            notes += self._runtime_changes(later, recorded, assembler)
-            frame = assembler.assemble(recorded.tick, recorded.stamp_ns * 1e-9, truth.board,
-                                       truth.log, truth.grid, truth.pose)
-            yield Step(recorded, frame, truth, working_set, assembler.manifests, tuple(notes))
+        answer_topics = [topic for topic, msgtype in self.run.input_types.items()
+                         if msgtype.endswith('/ResyncAnswer')]
+        self._inputs = dict(self.run.inputs)
+        for topic in answer_topics:
+            self._inputs[topic] = tuple(
+                (stamp, msg) for stamp, msg in self._inputs[topic]
+                if inputs.answers(msg, self.settings.node, first.started))
+        self._stamps = {}
+        self._base = {}
+        for topic, messages in self._inputs.items():
+            if topic in answer_topics or not any(applied.values()):
+                self._base[topic] = applied[topic] = 0
+                continue
+            by_time = bisect.bisect_right([stamp for stamp, _ in messages],
+                                          first.received * 1e9)
+            self._base[topic] = applied[topic] = max(0, by_time - first.inputs.get(topic, 0))
+        return working_set, assembler, truth
 
     def _apply_inputs(self, truth: Truth, recorded: FrameRecord,
                       applied: dict[str, int]) -> Iterator[str]:
@@ -299,10 +345,11 @@ class Replay:
         exactly); fewer means the bag lacks messages the node had.
         """
         frame_ns = recorded.received * 1e9
-        for topic, messages in self.run.inputs.items():
+        for topic, messages in self._inputs.items():
             stamps = self._stamps.setdefault(topic, [stamp for stamp, _ in messages])
             by_time = bisect.bisect_right(stamps, frame_ns)
-            wanted = recorded.inputs.get(topic, applied[topic]) if recorded.inputs else by_time
+            wanted = (self._base[topic] + recorded.inputs[topic] if topic in recorded.inputs
+                      else applied[topic] if recorded.inputs else by_time)
             if wanted > len(messages):
                 undecodable = self.run.undecodable.get(topic, 0)
                 cause = (f'{undecodable} in the bag rosbags cannot decode' if undecodable
@@ -363,6 +410,12 @@ class Replay:
                 batch = inputs.board_batch_from_msg(msg, received)
                 truth.rejected += batch.errors
                 truth.board.apply(batch.entries, batch.removed_keys)
+                truth.resync.removed(batch.removed_keys, batch.stamp)
+            elif msgtype.endswith('/ResyncAnswer'):
+                answer = inputs.answer_from_msg(msg, received, self._kinds)
+                truth.rejected += answer.errors
+                truth.board.apply(truth.resync.standing(answer.entries, truth.board))
+                truth.log.extend(answer.events)
             elif msgtype.endswith('/LogEvent'):
                 truth.log.append(inputs.event_from_msg(msg, received, self._kinds))
             elif msgtype.endswith('/OccupancyGrid'):

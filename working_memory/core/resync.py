@@ -1,0 +1,153 @@
+"""A node that starts from an empty memory re-reads the truth: the resync and how packs show it.
+
+Pure Python. The working memory is a cache of the state board and the event log;
+after a restart (a new process, a respawn, cleanup -> configure) it holds nothing
+until the writers answer the node's Resync request (msg/Resync.msg). Until then a
+pack must not pretend: `Resync` says when the re-reading ends, and `mark_resyncing`
+turns the NEVER_SEEN notes of a frame made meanwhile into RESYNCING notes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from typing import Iterable
+
+from working_memory.core.board import BoardSnapshot
+from working_memory.core.frames import Frame, make_frame, make_pack
+from working_memory.core.items import BoardEntry, Missing, MissingReason
+from working_memory.core.manifest import MAP
+
+# The least time a resync lasts [s]: discovery finds the writers on the graph in it.
+SETTLE_S = 0.5
+# Live removals remembered, so that a writer's answer does not bring back a key removed after
+# the answer was made (the oldest forgotten beyond this).
+REMOVALS_KEPT = 10_000
+
+
+class Resync:
+    """The re-reading of the writers from `started` (the node clock's time [s]).
+
+    It ends at the first `update` after SETTLE_S in which every writer the graph
+    shows answering (publishers on `resync/answer`) has answered, and at least one
+    has; or `bound_s` after `started` whatever was heard (no writer that answers, or
+    one the discovery has not found yet: after a kill that can take seconds). Plain
+    writers (`ros2 topic pub`) answer nothing: what they published before the start
+    is lost to the node.
+    A bound of 0 ends it at once.
+    """
+
+    def __init__(self, started: float, bound_s: float):
+        if not bound_s >= 0.0:
+            raise ValueError(f'bound_s: must be >= 0 s, got {bound_s!r}')
+        self.started = started
+        self.bound_s = bound_s
+        self.ended: float | None = started if bound_s == 0.0 else None
+        self.unheard: tuple[str, ...] = ()   # the writers not heard when it ended
+        self._heard: set[bytes] = set()
+        self._removed: OrderedDict[str, float] = OrderedDict()   # key -> stamp [s]
+
+    @property
+    def active(self) -> bool:
+        """True while the node re-reads the writers."""
+        return self.ended is None
+
+    def heard(self, publisher: bytes) -> None:
+        """Note a message from `publisher` (its gid) since the start."""
+        if self.ended is None:
+            self._heard.add(publisher)
+
+    def removed(self, keys: Iterable[str], stamp: float) -> None:
+        """Note board keys removed live at `stamp` [s] (the update's)."""
+        removed = self._removed
+        for key in keys:
+            removed[key] = stamp
+            removed.move_to_end(key)
+        while len(removed) > REMOVALS_KEPT:
+            removed.popitem(last=False)
+
+    def standing(self, entries: Iterable[BoardEntry], board: BoardSnapshot) -> list[BoardEntry]:
+        """Return the entries of a writer's answer the board takes.
+
+        An answer may cross a live update on the way (two topics, no order between
+        them): an entry older than the board's for its key, or than a live removal of
+        its key, is the past and is left out.
+        """
+        taken = []
+        for entry in entries:
+            held = board.get(entry.key)
+            if held is not None and held.stamp >= entry.stamp:
+                continue
+            gone = self._removed.get(entry.key)
+            if gone is not None and gone >= entry.stamp:
+                continue
+            taken.append(entry)
+        return taken
+
+    def update(self, now: float, writers: dict[bytes, str]) -> bool:
+        """Judge at `now` [s] with the graph's `writers` ({gid: name}); return True if active.
+
+        `writers` are the publishers on the board and log topics now.
+        """
+        if self.ended is not None:
+            return False
+        waited = now - self.started
+        unheard = tuple(sorted({name for gid, name in writers.items()
+                                if gid not in self._heard}))
+        if (waited >= SETTLE_S and self._heard and not unheard) or waited >= self.bound_s:
+            self.ended, self.unheard = now, unheard
+            return False
+        return True
+
+    def status(self, now: float) -> str:
+        """Return a line for /diagnostics: re-reading since when, or how it ended."""
+        if self.ended is None:
+            return f're-reading the writers for {now - self.started:.2f} s'
+        if self.bound_s == 0.0:
+            return 'no resync (resync_timeout_s is 0)'
+        took = f'writers re-read in {self.ended - self.started:.2f} s'
+        if self.unheard:
+            return f'{took}, bound reached; not heard: {", ".join(self.unheard)}'
+        return took
+
+
+def resyncing_detail(started: float) -> str:
+    """Return the detail of a RESYNCING note of a node that started at `started` [s]."""
+    return (f'not heard since the node started at {started:.3f} s: it re-reads the '
+            f'writers (a restart)')
+
+
+def mark_resyncing(frame: Frame, detail: str) -> Frame:
+    """Return `frame` with its packs' NEVER_SEEN notes read as RESYNCING (`detail`), re-digested.
+
+    Absent keys of the board or the log that no writer has answered for yet are
+    not known to be absent: the node is still re-reading them. The map is not the
+    writers' (it comes latched on its own topic): its note stays.
+    """
+    packs = [_marked(pack, detail) for pack in frame.packs.values()]
+    if all(new is old for new, old in zip(packs, frame.packs.values())):
+        return frame
+    return make_frame(frame.tick, frame.stamp, packs, frame.evictions, frame.capacity_alarm,
+                      effective=frame.effective, readmitted=frame.readmitted)
+
+
+def _marked(pack, detail: str):
+    missing = _notes(pack.missing, detail)
+    absent = _notes(pack.absent, detail)
+    if missing is pack.missing and absent is pack.absent:
+        return pack
+    return make_pack(pack.cabin, pack.tick, pack.stamp, pack.items, pack.events,
+                     pack.map_window, missing, absent, effective=pack.effective,
+                     readmitted=pack.readmitted)
+
+
+def _notes(notes: tuple[Missing, ...], detail: str) -> tuple[Missing, ...]:
+    if not any(_unread(note) for note in notes):
+        return notes
+    return tuple(dataclasses.replace(note, reason=MissingReason.RESYNCING, detail=detail)
+                 if _unread(note) else note for note in notes)
+
+
+def _unread(note: Missing) -> bool:
+    """Return True for a note on what the writers may hold (the map is not theirs)."""
+    return note.reason is MissingReason.NEVER_SEEN and note.key != MAP
