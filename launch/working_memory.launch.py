@@ -8,10 +8,16 @@ configure (bad parameters, bad manifest) leaves the node unconfigured, logged an
 reported as an ERROR on /diagnostics. With `namespace:=robot1` the node is
 /robot1/working_memory, its topics and services below it; the packaged params file
 (keys /**/working_memory) configures it all the same.
+
+With `respawn:=true` launch starts the node again when its process ends (a crash,
+an out-of-memory kill), after `respawn_delay` seconds. Launch's lifecycle events
+would bring up only the first process, so then each process configures and
+activates itself (`--autostart`); the new node re-reads the writers (docs/NODE.md,
+"After a restart").
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, RegisterEventHandler
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessStart
 from launch.events import matches_action
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
@@ -24,7 +30,7 @@ from lifecycle_msgs.msg import Transition
 
 
 def declare_common_arguments() -> list[DeclareLaunchArgument]:
-    """Return the namespace, params_file and use_sim_time arguments (shared with bringup)."""
+    """Return the arguments shared with bringup: namespace, params_file, use_sim_time, respawn."""
     return [
         DeclareLaunchArgument(
             'namespace', default_value='',
@@ -38,6 +44,13 @@ def declare_common_arguments() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             'use_sim_time', default_value='false', choices=['true', 'false'],
             description='Run every node on /clock (sim time) instead of the system clock'),
+        DeclareLaunchArgument(
+            'respawn', default_value='false', choices=['true', 'false'],
+            description='Start the working-memory node again when its process ends; each '
+                        'process then configures and activates itself'),
+        DeclareLaunchArgument(
+            'respawn_delay', default_value='1.0',
+            description='Seconds between the end of the process and its respawn'),
     ]
 
 
@@ -53,22 +66,28 @@ def change_state(node: LifecycleNode, transition_id: int) -> EmitEvent:
                                        transition_id=transition_id))
 
 
-def generate_launch_description() -> LaunchDescription:
-    """Return the working-memory node with its automatic configure -> activate."""
+def node_and_transitions(context) -> list:
+    """Return the node and what brings it to active, as `respawn` says."""
+    respawn = LaunchConfiguration('respawn').perform(context) == 'true'
     node = LifecycleNode(
         package='working_memory', executable='working_memory_node', name='working_memory',
         namespace=LaunchConfiguration('namespace'), parameters=common_parameters(),
-        output='screen')
+        output='screen', respawn=respawn,
+        respawn_delay=float(LaunchConfiguration('respawn_delay').perform(context)),
+        arguments=['--autostart'] if respawn else [])
+    if respawn:
+        return [node]
     configure_at_start = RegisterEventHandler(OnProcessStart(
         target_action=node, on_start=[change_state(node, Transition.TRANSITION_CONFIGURE)]))
     # Once: a user's later configure (after a cleanup) leaves the node inactive.
     activate_when_configured = RegisterEventHandler(OnStateTransition(
         target_lifecycle_node=node, start_state='configuring', goal_state='inactive',
         entities=[change_state(node, Transition.TRANSITION_ACTIVATE)], handle_once=True))
-    return LaunchDescription([
-        *declare_common_arguments(),
-        # Handlers first, so no transition event can pass before they listen.
-        activate_when_configured,
-        configure_at_start,
-        node,
-    ])
+    # Handlers first, so no transition event can pass before they listen.
+    return [activate_when_configured, configure_at_start, node]
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Return the working-memory node with its automatic configure -> activate."""
+    return LaunchDescription([*declare_common_arguments(),
+                              OpaqueFunction(function=node_and_transitions)])

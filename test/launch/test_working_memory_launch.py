@@ -69,16 +69,23 @@ def test_the_activation_handler_is_registered_for_one_transition():
     import importlib.util
     import pathlib
 
+    from launch import LaunchContext
     from launch.actions import RegisterEventHandler
     from launch_ros.event_handlers import OnStateTransition
     path = pathlib.Path(__file__).parents[2] / 'launch' / 'working_memory.launch.py'
     spec = importlib.util.spec_from_file_location('working_memory_launch', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    handlers = [entity.event_handler for entity in module.generate_launch_description().entities
+    context = LaunchContext()
+    context.launch_configurations.update({'respawn': 'false', 'respawn_delay': '1.0'})
+    handlers = [entity.event_handler for entity in module.node_and_transitions(context)
                 if isinstance(entity, RegisterEventHandler)
                 and isinstance(entity.event_handler, OnStateTransition)]
     assert len(handlers) == 1 and handlers[0].handle_once
+    # With respawn each process brings itself up (launch's events would reach the first).
+    context.launch_configurations['respawn'] = 'true'
+    node, = module.node_and_transitions(context)
+    assert '--autostart' in [getattr(part, 'text', None) for part in sum(node.cmd, [])]
 
 
 @pytest.mark.launch(fixture=launch_description, shutdown=True)

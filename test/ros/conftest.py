@@ -75,6 +75,31 @@ def spin_until(executor):
 
 
 @pytest.fixture
+def change_state_ready(spin_until):
+    """Return ready(client) -> bool: a lifecycle change_state client's replies come through.
+
+    service_is_ready sees the request side only; a loaded machine may not yet have matched
+    the reply side, and a reply then is dropped (rmw: 'failed to send response'), which
+    for a transition is not to be retried. A transition of no known name, refused, proves
+    the reply way first.
+    """
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState
+
+    def answered(client):
+        future = client.call_async(ChangeState.Request(transition=Transition(label='no_such')))
+        if spin_until(future.done, timeout=1.0):
+            assert not future.result().success
+            return True
+        client.remove_pending_request(future)
+        return False
+
+    def ready(client):
+        return spin_until(client.service_is_ready) and spin_until(lambda: answered(client))
+    return ready
+
+
+@pytest.fixture
 def namespace():
     """Return a namespace of this test's own, so no endpoint of an earlier test can match."""
     return f'/wm_test_{os.getpid()}_{next(_namespaces)}'

@@ -12,8 +12,10 @@ import sys
 import pytest
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState
 
-from working_memory.client import BoardWriter, EventLogger
+from working_memory.client import BoardWriter, EventLogger, WorkingMemoryClient
 from working_memory.msg import ContextFrame, MissingItem
 from working_memory.ros import qos
 from working_memory.ros.conversions import seconds_from_time
@@ -55,6 +57,7 @@ def writers(context, add_node, namespace):
     node.create_subscription(DiagnosticArray, '/diagnostics', lambda array: node.resync.extend(
         status for status in array.status
         if status.name == f'{namespace}/working_memory: resync'), 10)
+    node.client = WorkingMemoryClient(node, 'planner', f'{namespace}/working_memory')
     return BoardWriter(node), EventLogger(node, source='world'), frames, node.resync
 
 
@@ -71,8 +74,13 @@ def test_a_killed_node_comes_back_with_what_the_writers_hold(writers, spin_until
         log.log('CONSTRAINT', ZONE, {'why': 'live wires'})
         assert spin_until(lambda: WANTED <= held(frames[-1])), held(frames[-1])
         first = frames[-1]
+        client = board._node.client
+        assert spin_until(lambda: client.latest() is not None)
         node.kill()   # SIGKILL: a crash, an out-of-memory kill
         node.wait()
+        # The dead node's last pack is not handed out as current past a few tick periods.
+        assert spin_until(lambda: client.latest() is None, timeout=client.max_age_s + 1.0)
+        assert client.last().tick >= first.tick
         board.remove('door:a')        # while the node is down
         spin_until(lambda: False, timeout=0.6)   # the lidar's ttl runs out meanwhile
         frames.clear()
@@ -97,6 +105,35 @@ def test_a_killed_node_comes_back_with_what_the_writers_hold(writers, spin_until
         assert 'door:a' not in held(last)                                 # stays removed
         assert missing(last).get('sensor:lidar') == MissingItem.STALE   # not freshened
         assert len([e for e in last.packs[0].recent_events if e.key == ZONE]) == 1
+    finally:
+        node.send_signal(signal.SIGINT)
+        node.wait(timeout=20)
+
+
+def test_a_cleanup_and_configure_re_reads_the_writers(writers, spin_until, change_state_ready,
+                                                      namespace, tmp_path):
+    board, log, frames, _ = writers
+    node = start(namespace, tmp_path)
+    states = board._node.create_client(ChangeState, f'{namespace}/working_memory/change_state')
+    try:
+        assert spin_until(lambda: frames), 'the node published no frame'
+        board.update({'goal:deliver': {'x': 16.0, 'y': 3.0}, 'pose': {'x': 1.0, 'y': 2.0},
+                      ZONE: {'polygon': [[0, 0], [1, 1]]}})
+        log.log('CONSTRAINT', ZONE)
+        assert spin_until(lambda: WANTED <= held(frames[-1]))
+        first = frames[-1]
+        assert change_state_ready(states)
+        for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP,
+                           Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
+            future = states.call_async(ChangeState.Request(
+                transition=Transition(id=transition)))
+            assert spin_until(future.done) and future.result().success, transition
+        assert spin_until(lambda: frames[-1].started != first.started
+                          and not frames[-1].resyncing)
+        assert seconds_from_time(frames[-1].started) > seconds_from_time(first.started)
+        assert WANTED <= held(frames[-1])
+        events = [e for e in frames[-1].packs[0].recent_events if e.key == ZONE]
+        assert len(events) == 1    # the re-sent event, once
     finally:
         node.send_signal(signal.SIGINT)
         node.wait(timeout=20)
