@@ -8,7 +8,7 @@ import yaml
 
 from working_memory.bench.ros_bench import Figure, Settings, bulk_config, format_figures, \
     frame_rate, late_share, node_command, paired, percentile, rate_before, rate_from_counts, \
-    recovery_time, rss_slope, wire_bytes_per_tick
+    recovery_time, restart_config, restart_times, rss_slope, wire_bytes_per_tick
 from working_memory.core.manifest import manifests_from_params
 
 
@@ -99,3 +99,21 @@ def test_paired_repeats_take_turns_going_first_and_keep_each_result_with_its_sid
     ours, baseline = paired(Settings(repeats=3), measure('o'), measure('b'))
     assert calls == ['o', 'b', 'b', 'o', 'o', 'b']
     assert ours == ['o1', 'o2', 'o3'] and baseline == ['b1', 'b2', 'b3']
+
+
+def test_restart_times_run_from_the_process_start_and_from_the_nodes_own_start():
+    # (receipt, started, resyncing, items, events) per frame
+    frames = [(10.5, 10.2, True, 0, 0), (10.6, 10.2, True, 400, 0), (10.9, 10.2, False, 1000, 50),
+              (11.0, 10.2, False, 1000, 50)]
+    times = restart_times(frames, since=10.0, keys=1000, events=50)
+    assert times == pytest.approx({'first': 0.5, 'whole': 0.9, 'whole_from_start': 0.7,
+                                   'resyncing_s': 0.1})
+    never = restart_times(frames[:2], since=10.0, keys=1000, events=50)
+    assert never['whole'] != never['whole'] and never['first'] == pytest.approx(0.5)
+    assert restart_times([], 10.0, 1, 1)['first'] != restart_times([], 10.0, 1, 1)['first']
+
+
+def test_restart_config_reads_every_item_and_every_event_of_the_window(tmp_path):
+    text = restart_config(tmp_path / 'restart.yaml', 1000, 5000).read_text()
+    assert 'capacity: 6064' in text and 'board_keys: ["item:*"]' in text
+    assert 'window_s: 60.0' in text and 'event_log_limit: 10000' in text

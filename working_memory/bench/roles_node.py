@@ -24,6 +24,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
 
+from working_memory.client import BoardWriter, EventLogger
 from working_memory.core.items import BoardEntry
 from working_memory.core.windows import WINDOWS_KEPT
 from working_memory.msg import BoardUpdate, ContextFrame, LogEvent, MapWindow
@@ -275,6 +276,44 @@ class PlainAssemble(Node):
         self.create_service(Assemble, service, lambda request, response: self._response)
 
 
+class Writers(Node):
+    """A board writer holding `keys` keys and an event logger holding `events` recent events.
+
+    Both follow the restart contract (client.py): a node that starts later asks them, and
+    they answer with all of it.
+    """
+
+    def __init__(self, keys: int, events: int, window_s: float):
+        super().__init__('bench_writers')
+        self.board = BoardWriter(self, qos_profile=qos.input_qos())
+        self.log = EventLogger(self, source='bench')
+        now = self.get_clock().now().nanoseconds * 1e-9
+        for start in range(0, keys, FILL_CHUNK):
+            self.board.put([BoardEntry(f'item:{index}', {'value': index}, now, 0.5)
+                            for index in range(start, min(keys, start + FILL_CHUNK))], stamp=now)
+        # Spread over most of the window: all still in it when the node asks.
+        step = 0.8 * window_s / max(events, 1)
+        for index in range(events):
+            self.log.log('OBSERVATION', f'reading:{index % 50}', {'n': index},
+                         stamp=now - window_s * 0.8 + index * step)
+
+
+class RestartProbe(Node):
+    """Record, per frame of a node that starts after it: when, its start, what its pack holds."""
+
+    def __init__(self, topic: str, cabin: str):
+        super().__init__('bench_restart_probe')
+        self.frames: list[tuple[float, float, bool, int, int]] = []
+        self._cabin = cabin
+        self.create_subscription(ContextFrame, topic, self._on_frame, qos.frame_qos())
+
+    def _on_frame(self, msg: ContextFrame) -> None:
+        pack = next((pack for pack in msg.packs if pack.cabin == self._cabin), None)
+        self.frames.append((time.time(), msg.started.sec + msg.started.nanosec * 1e-9,
+                            msg.resyncing, 0 if pack is None else len(pack.items),
+                            0 if pack is None else len(pack.recent_events)))
+
+
 def complete(data: bytes, window: bool = True) -> bool:
     """Return True when every pack of a serialized frame holds items and one has a window.
 
@@ -360,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one role; write its result as JSON to --out."""
     parser = argparse.ArgumentParser(prog='python -m working_memory.bench.roles_node')
     parser.add_argument('role', choices=['load', 'flood', 'probe', 'plain', 'plain_assemble',
-                                         'capture', 'rtt'])
+                                         'capture', 'rtt', 'writers', 'restart_probe'])
     parser.add_argument('--out', required=True)
     parser.add_argument('--duration', type=float, default=10.0)
     parser.add_argument('--rate', type=float, default=1000.0)
@@ -383,6 +422,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--no-window', action='store_true',
                         help='capture: take a frame without a map window (no cabin asks for one)')
     parser.add_argument('--calls', type=int, default=300)
+    parser.add_argument('--events', type=int, default=0, help='writers: events kept')
+    parser.add_argument('--window', type=float, default=60.0,
+                        help='writers: the event window they fill [s]')
     parser.add_argument('--windows', nargs='*', default=[],
                         help="probe: also count these cabins' window topics (bytes)")
     args = parser.parse_args(argv)
@@ -414,6 +456,14 @@ def main(argv: list[str] | None = None) -> int:
             node = PlainAssemble(args.response_prefix + args.cabin + '.cdr', args.service)
             _spin_for(node, args.duration)
             result = {}
+        elif args.role == 'writers':
+            node = Writers(args.keys, args.events, args.window)
+            _spin_for(node, args.duration)
+            result = {}
+        elif args.role == 'restart_probe':
+            node = RestartProbe(FRAME_TOPIC, args.cabin)
+            _spin_for(node, args.duration)
+            result = {'frames': node.frames}
         elif args.role == 'capture':
             result = capture(args.frame_file, args.response_prefix, args.service,
                              args.cabins, args.duration, not args.no_window)

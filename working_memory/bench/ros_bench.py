@@ -188,7 +188,7 @@ def bulk_config(path: pathlib.Path, items: int) -> pathlib.Path:
 
 # Figure groups, each runnable alone (--only). soak runs only when asked (--soak).
 GROUPS = ('frames10', 'frames100', 'wire', 'flood', 'burst', 'assemble', 'scaling',
-          'board100k', 'core')
+          'board100k', 'restart', 'core')
 CABINS = ('planner', 'executor', 'monitor')
 SELECTED_ITEMS = (10, 100, 1000, 5000)
 CHANGES_PER_TICK = 10
@@ -197,6 +197,9 @@ BIG_BOARD_CHANGES_HZ = 1000.0   # [1/s] keys changed per second on the big board
 BIG_BOARD_TICK_HZ = 20.0        # [Hz]
 BIG_BOARD_CAPACITY = 256
 BURST_S = 3.0                   # [s] flood burst
+RESTART_KEYS = 1000             # board keys the writers hold when the node starts
+RESTART_EVENTS = 5000           # events in their window
+RESTART_WINDOW_S = 60.0         # [s] the cabin's event window
 RECOVERY_WINDOW_S = 0.5         # [s] a window at >= 90 % of the nominal tick rate: recovered
 SOAK_KEYS = 1000                # live sensor keys in the soak (the monitor selects them)
 P99_FRAMES = 500                # frames per repetition at least, for the latency figures
@@ -610,6 +613,72 @@ def _board100k_figures(workdir, env, settings: Settings) -> list[Figure]:
                    tuple(percentile(r['latency_ms'], 50) for r in runs))]
 
 
+def restart_config(path: pathlib.Path, keys: int, events: int) -> pathlib.Path:
+    """Write a params file: one cabin reading every `item:*` key and every event in its window."""
+    path.write_text(
+        '/**:\n  ros__parameters:\n'
+        f'    capacity: {keys + events + 64}\n'
+        f'    event_log_limit: {2 * events}\n'
+        '    cabin_names: [bulk]\n'
+        '    cabins:\n      bulk:\n        board_keys: ["item:*"]\n'
+        f'        events:\n          window_s: {RESTART_WINDOW_S}\n', encoding='utf-8')
+    return path
+
+
+def restart_times(frames: list, since: float, keys: int, events: int) -> dict[str, float]:
+    """Return [s] from `since` (the process start) to the first frame, and to the first whole one.
+
+    Also from the node's own start (`started`, its configure) to the whole frame, which
+    leaves out the interpreter's start. NaN for what no frame reached.
+    """
+    nan = float('nan')
+    if not frames:
+        return {'first': nan, 'whole': nan, 'whole_from_start': nan, 'resyncing_s': nan}
+    whole = next(((at, started) for at, started, _, items, held in frames
+                  if items >= keys and held >= events), None)
+    resyncing = [at for at, _, flag, _, _ in frames if flag]
+    return {'first': frames[0][0] - since,
+            'whole': nan if whole is None else whole[0] - since,
+            'whole_from_start': nan if whole is None else whole[0] - whole[1],
+            'resyncing_s': (resyncing[-1] - frames[0][0]) if resyncing else 0.0}
+
+
+def _restart(workdir: pathlib.Path, env: dict, settings: Settings, keys: int,
+             events: int) -> dict[str, float]:
+    """Start the node beside writers holding `keys` keys and `events` events; time its re-read."""
+    config = restart_config(workdir / f'restart_{keys}.yaml', RESTART_KEYS, RESTART_EVENTS)
+    with Run(workdir, env) as run:
+        if keys or events:
+            run.role('writers', 'writers.json', '--keys', str(keys), '--events', str(events),
+                     '--window', str(RESTART_WINDOW_S), '--duration', '60')
+        probe = run.role('restart_probe', 'restart.json', '--cabin', 'bulk', '--duration',
+                         str(settings.settle_s + 12.0))
+        time.sleep(settings.settle_s)   # writers filled, probe matched to nothing yet
+        since = time.time()
+        run.start(settings.command(20.0, config))
+        frames = run.result(probe, 'restart.json', 60)['frames']
+    return restart_times(frames, since, keys, events)
+
+
+def _restart_figures(workdir, env, settings: Settings) -> list[Figure]:
+    """Return the restart figures: a node starting beside writers with keys and events."""
+    ours, empty = paired(
+        settings,
+        lambda: _restart(workdir, env, settings, RESTART_KEYS, RESTART_EVENTS),
+        lambda: _restart(workdir, env, settings, 0, 0))
+    held = f'{RESTART_KEYS:,} keys + {RESTART_EVENTS:,} events'
+    return [
+        Figure(f'restart: process start to first frame, writers holding {held}', 's',
+               tuple(r['first'] for r in ours), tuple(r['first'] for r in empty),
+               'nothing to re-read'),
+        Figure(f'restart: process start to the first frame holding all of it ({held})', 's',
+               tuple(r['whole'] for r in ours), tuple(r['first'] for r in empty),
+               'first frame, nothing to re-read'),
+        Figure(f'restart: node start (configure) to the frame holding all of it ({held})', 's',
+               tuple(r['whole_from_start'] for r in ours)),
+    ]
+
+
 def rss_mib(pid: int) -> float:
     """Return the resident set size [MiB] of a live process (from /proc)."""
     for line in pathlib.Path(f'/proc/{pid}/status').read_text().splitlines():
@@ -739,6 +808,8 @@ def measure(settings: Settings, domain: int) -> list[Figure]:
             figures += _scaling_figures(workdir, env, settings)
         if 'board100k' in groups:
             figures += _board100k_figures(workdir, env, settings)
+        if 'restart' in groups:
+            figures += _restart_figures(workdir, env, settings)
         if settings.soak_s > 0:
             figures += _soak_figures(workdir, env, settings)
     if 'core' in groups:
