@@ -16,8 +16,9 @@ from rosbags.typesys.base import Nodetype
 from working_memory.demo.cli import hints
 from working_memory.demo.scenario import ScenarioOptions, parse_drops, run_scenario
 from working_memory.tools.bag import BagReader
-from working_memory.tools.recording import load_recording
-from working_memory.tools.report import write_report
+from working_memory.tools.recording import load_recording, load_run
+from working_memory.tools.replay import agreement, recorded_settings
+from working_memory.tools.report import report_data, write_report
 
 CONFIG = Path(__file__).resolve().parents[2] / 'config'
 RVIZ_TYPES = {'rviz_default_plugins/Map': 'nav_msgs/msg/OccupancyGrid',
@@ -251,3 +252,23 @@ def test_closing_hints_point_at_what_the_injected_run_withheld(injected):
                in line for line in lines), lines
     assert any('--why safety:zone/high_voltage --cabin planner' in line for line in lines)
     assert len(lines) == len(set(lines))
+
+
+def test_a_restart_mid_run_is_survived_replayed_and_marked_on_the_time_axis(
+        context, tmp_path_factory):
+    # The working memory loses everything at 12 s (cleanup, configure, activate): it re-reads
+    # the simulator's and the mission's writers, the robot still delivers and never enters
+    # the zone, the replay agrees through the restart, the report marks it.
+    bag = tmp_path_factory.mktemp('runs') / 'restarted'
+    outcome = run_scenario(ScenarioOptions(bag_path=bag, wall_time_limit_s=WALL_LIMIT_S,
+                                           restart_wm_at_s=12.0), context=context)
+    assert outcome.delivered and outcome.zone_violations == 0 and outcome.collisions == 0
+    assert outcome.restarts == [pytest.approx(12.0, abs=0.5)]
+    run = load_run(bag)
+    restart, = run.recording.restarts
+    assert restart.tick == 1 and restart.started > run.recording.frames[0].started
+    result = agreement(run, recorded_settings(run))
+    assert result.agreeing == result.ticks, result.mismatches[:3]
+    data = report_data(run.recording)
+    assert data.restarts == [restart.stamp]
+    assert ('restarts', f'at {restart.stamp:.1f} s (tick 1 of the new start)') in data.setup

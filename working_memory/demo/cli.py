@@ -33,6 +33,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument('--cabins', choices=sorted(CABIN_SETS), default='plain',
                         help='decision nodes: the plain reference cabins, or the planner as a '
                              'py_trees behaviour tree (default: plain)')
+    parser.add_argument('--restart-wm-at', type=float, default=None, metavar='SECONDS',
+                        help='at this sim time the working memory loses everything it holds '
+                             '(cleanup, configure, activate: a restart) and re-reads the '
+                             'writers')
     parser.add_argument('--seed', type=int, default=7, help='world seed (door outcomes, noise)')
     parser.add_argument('--out', type=Path, default=Path('out'),
                         help='directory for the bag and the report (default: out/)')
@@ -159,7 +163,8 @@ def summary(outcome: Outcome, drops: Mapping, interrupted: bool) -> str:
         f'({outcome.failures} failed)',
         f'   retry policy:     {"/".join(sorted(outcome.retry_policies)) or "-"}',
         f'   zone violations:  {outcome.zone_violations}   collisions: {outcome.collisions}',
-    ])
+    ] + ([f'   restarts:         working memory restarted at '
+          f'{", ".join(f"{t:.1f} s" for t in outcome.restarts)}'] if outcome.restarts else []))
 
 
 def exit_code(outcome: Outcome, drops: Mapping, interrupted: bool, report_ok: bool) -> int:

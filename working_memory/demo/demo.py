@@ -4,6 +4,7 @@ make demo                                   # drop nothing: the delivery succeed
 make demo ARGS="--drop planner:constraints" # the planner raises a constraint alarm
 make demo ARGS="--drop executor:failures"   # the executor's retry policy degrades
 make demo ARGS="--cabins trees"             # the planner as a py_trees behaviour tree
+make demo ARGS="--restart-wm-at 12"         # the working memory loses everything at 12 s
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     tag = '_'.join(['drop'] + [spec.replace(':', '-') for spec in args.drop]) \
         if args.drop else 'baseline'
     tag += '' if args.cabins == 'plain' else f'_{args.cabins}'
+    tag += '' if args.restart_wm_at is None else f'_restart-{args.restart_wm_at:g}'
     tag = ''.join(char if char.isalnum() or char in '-_' else '_' for char in tag)
     args.out.mkdir(parents=True, exist_ok=True)
     bag = args.out / f'delivery_{tag}'
@@ -47,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     options = ScenarioOptions(seed=args.seed, drops=drops, bag_path=bag,
                               real_time_factor=args.real_time_factor,
                               sim_time_limit_s=args.sim_time_limit,
-                              wall_time_limit_s=args.wall_time_limit, cabins=args.cabins)
+                              wall_time_limit_s=args.wall_time_limit, cabins=args.cabins,
+                              restart_wm_at_s=args.restart_wm_at)
     print(f'working_memory demo: delivery world seed {args.seed}, drops {describe_drops(drops)}, '
           f'cabins {args.cabins}, '
           f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")} (loopback only)', flush=True)

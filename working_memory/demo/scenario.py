@@ -121,6 +121,9 @@ class ScenarioOptions:
     bag_path: Path | None = None
     extra_params: dict[str, object] = field(default_factory=dict)  # working_memory node
     cabins: str = 'plain'            # a key of CABIN_SETS
+    # [s] sim time at which the working memory loses everything (cleanup, configure,
+    # activate) and re-reads the writers; None: never.
+    restart_wm_at_s: float | None = None
 
 
 @dataclass
@@ -144,6 +147,7 @@ class Outcome:
     timed_out: bool = False
     limit: str = ''   # the time limit that ended the run, if one did
     bag_path: Path | None = None
+    restarts: list[float] = field(default_factory=list)   # [s] sim times of WM restarts
 
 
 class Observer(Node):
@@ -278,6 +282,9 @@ class Scenario:
                 if progress is not None and status and time.monotonic() >= next_progress:
                     progress(outcome, status)
                     next_progress = time.monotonic() + progress_period_s
+                if (options.restart_wm_at_s is not None and not outcome.restarts
+                        and outcome.sim_time_s >= options.restart_wm_at_s):
+                    self._restart_memory()
                 if outcome.delivered and delivered_at is None:
                     delivered_at = outcome.sim_time_s
                 if (delivered_at is not None
@@ -299,6 +306,15 @@ class Scenario:
                 self.recorder.close()
             executor.shutdown(timeout_sec=1.0)
         return outcome
+
+    def _restart_memory(self) -> None:
+        """Empty the working memory as a restart does; it re-reads the writers (resync)."""
+        memory = self.memory
+        for transition in (memory.trigger_deactivate, memory.trigger_cleanup,
+                           memory.trigger_configure, memory.trigger_activate):
+            if transition() != TransitionCallbackReturn.SUCCESS:
+                raise RuntimeError(f'working_memory restart: {transition.__name__} failed')
+        self.outcome.restarts.append(self.outcome.sim_time_s)
 
     def destroy(self) -> None:
         """Destroy every node of the scenario."""

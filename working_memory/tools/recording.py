@@ -168,7 +168,12 @@ class DiagnosticRecord:
 
 @dataclass(frozen=True)
 class Recording:
-    """Frames (sorted by tick, one per tick), transitions and diagnostics of one recorded run."""
+    """Frames (by node start and tick, one each), transitions and diagnostics of one run.
+
+    A node that started again (a crash and a respawn, a cleanup and configure) counts its
+    ticks from 1 again: its frames follow the earlier node's (`restarts`), and a tick
+    number names the latest node's frame of that number.
+    """
 
     path: Path
     frames: tuple[FrameRecord, ...]
@@ -186,8 +191,14 @@ class Recording:
 
     @property
     def ticks(self) -> list[int]:
-        """Return the recorded ticks, ascending."""
+        """Return the recorded ticks in frame order (ascending per node start)."""
         return [frame.tick for frame in self.frames]
+
+    @property
+    def restarts(self) -> list[FrameRecord]:
+        """Return the first frame of every node start after the first (a restart each)."""
+        return [frame for before, frame in zip(self.frames, self.frames[1:])
+                if frame.started != before.started]
 
     @property
     def cabins(self) -> list[str]:
@@ -267,7 +278,7 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
         reader.register(topics)
         windows: dict[tuple[str, str], MapWindow] = {}
         names = ConstantNames(reader)
-        frames: dict[int, FrameRecord] = {}
+        frames: dict[tuple[float, int], FrameRecord] = {}   # by (node start, tick)
         evictions: list[EvictionRecord] = []
         readmissions: list[ReadmissionRecord] = []
         diagnostics: list[DiagnosticRecord] = []
@@ -275,7 +286,7 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
             if message.topic == frames_at:
                 # A latched frame can be delivered twice (a reconnect); keep the first copy.
                 frame = frame_record(message.msg, message.stamp_ns * 1e-9, names)
-                frames.setdefault(frame.tick, frame)
+                frames.setdefault((frame.started, frame.tick), frame)
             elif message.msgtype == WINDOW_TYPE:
                 cabin, digest = message.msg.cabin, message.msg.digest
                 windows[cabin, digest] = window_record(message.msg, message.topic)
@@ -288,7 +299,7 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
                                     for key in message.msg.readmitted)
             else:
                 diagnostics.extend(diagnostic_records(message.msg, message.stamp_ns * 1e-9, names))
-    joined, missing = join_windows([frames[tick] for tick in sorted(frames)], windows)
+    joined, missing = join_windows([frames[key] for key in sorted(frames)], windows)
     return Recording(Path(path), tuple(joined),
                      tuple(sorted(evictions, key=lambda e: (e.tick, e.stamp))), tuple(diagnostics),
                      readmissions=tuple(sorted(readmissions, key=lambda r: r.tick)),

@@ -47,6 +47,8 @@ from working_memory.tools.bag import share_dir
 from working_memory.tools.recording import FrameRecord, PackRecord, Run, describe_ticks
 
 FRAME_SUFFIX = '/frame'
+# Inputs a node gets the last of when it subscribes, however old (transient local).
+LATCHED_INPUTS = frozenset({'nav_msgs/msg/OccupancyGrid'})
 DEFAULT_PARAMS = 'config/working_memory.yaml'
 
 
@@ -301,8 +303,9 @@ class Replay:
         """Return the core of a node that starts at `first`'s `started`; set its receipts' base.
 
         A restarted node counts its receipts from 0: they count the last messages the bag
-        holds before its first frame (what it took after it subscribed), and the answers
-        to its own request only (`inputs.answers`: the node counts no other).
+        holds before its first frame (what it took after it subscribed); on the latched map
+        at least the last one (it gets that one again, however old); and the answers to its
+        own request only (`inputs.answers`: the node counts no other).
         """
         config = self.config
         policy = (HalfLifeBlend(config.half_life_s) if config.eviction_policy == 'half_life'
@@ -332,7 +335,10 @@ class Replay:
                 continue
             by_time = bisect.bisect_right([stamp for stamp, _ in messages],
                                           first.received * 1e9)
-            self._base[topic] = applied[topic] = max(0, by_time - first.inputs.get(topic, 0))
+            taken = first.inputs.get(topic, 0)
+            if self.run.input_types[topic] in LATCHED_INPUTS:
+                taken = max(taken, 1)
+            self._base[topic] = applied[topic] = max(0, by_time - taken)
         return working_set, assembler, truth
 
     def _apply_inputs(self, truth: Truth, recorded: FrameRecord,

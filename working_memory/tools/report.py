@@ -93,6 +93,7 @@ class ReportData:
     alarm_source: str
     scene: MapScene | None
     notes: list[str] = field(default_factory=list)
+    restarts: list[float] = field(default_factory=list)   # [s] a working memory's new start
 
     def t(self, stamp: float) -> float:
         """Return `stamp` on the report's time axis [s]."""
@@ -306,6 +307,9 @@ def report_data(recording: Recording, story: Story | None = None, *,
                   ('cabins', ', '.join(recording.cabins) or 'none'),
                   ('ticks', f'{len(frames)} ({describe_ticks(recording.ticks)}), '
                             f'sim time {span}'),
+                  *([('restarts', ', '.join(f'at {frame.stamp:.1f} s (tick {frame.tick} of '
+                                            f'the new start)' for frame in recording.restarts))]
+                    if recording.restarts else []),
                   ('bag', str(recording.path))]
     data = ReportData(
         title=f'working memory run {recording.path.name}', outcome=outcome, delivered=delivered,
@@ -317,7 +321,8 @@ def report_data(recording: Recording, story: Story | None = None, *,
         evicted=[(key, count, importance[key]) for key, count in evicted.most_common(10)],
         missing=counts, missing_rows=rows, marked=marked, alarm_spans=spans,
         alarm_source=alarm_source,
-        scene=map_scene(recording, story, frame_at(recording, map_tick, marked), cabin))
+        scene=map_scene(recording, story, frame_at(recording, map_tick, marked), cabin),
+        restarts=[frame.stamp for frame in recording.restarts])
     for topic, what in (('/odom', 'the true robot path'), ('/log', 'alarms and failures'),
                         ('/sim_world/status', 'the outcome'), ('/map', 'the whole map')):
         if topic not in story.topics:
@@ -329,9 +334,19 @@ def report_data(recording: Recording, story: Story | None = None, *,
 
 
 def mark_events(ax, data: ReportData, labels: bool) -> None:
-    """Draw alarms (red) and failures (orange) as vertical lines; capacity alarms shaded."""
+    """Draw alarms (red), failures (orange) and restarts (purple) as vertical lines.
+
+    Capacity alarms are shaded.
+    """
     for first, last in data.alarm_spans:
         ax.axvspan(data.t(first), data.t(last), color='tab:red', alpha=0.12)
+    for stamp in data.restarts:
+        ax.axvline(data.t(stamp), color='tab:purple', linewidth=2.0, linestyle=':')
+        if labels:
+            ax.annotate('working memory restarted', (data.t(stamp), 1.0),
+                        xycoords=('data', 'axes fraction'), xytext=(3, -24),
+                        textcoords='offset points', color='tab:purple', fontsize='small',
+                        fontweight='bold')
     for event in data.marked:
         color = 'tab:red' if event.kind == 'ALARM' else 'tab:orange'
         ax.axvline(data.t(event.stamp), color=color, linewidth=1.5,
