@@ -166,6 +166,24 @@ def test_the_behaviour_waits_for_the_first_pack_and_refuses_another_cabins():
     assert "pack of cabin 'executor'" in memory.feedback_message
 
 
+def test_a_silent_working_memory_holds_the_tree_instead_of_its_last_pack():
+    # A client's latest() gives None once its pack is too old (the node killed, stalled).
+    source = Source(pack(5))
+    memory = WorkingMemoryToBlackboard('planner', source)
+    decide = Decide(TreeDecisions(memory), 'go')
+    tree = tree_of(memory, decide)
+    tree.tick()
+    assert memory.status is Status.SUCCESS and decide.status is Status.SUCCESS
+    source.view = None
+    tree.tick()
+    assert memory.status is Status.RUNNING and decide.status is Status.INVALID
+    assert 'the working memory is silent' in memory.feedback_message
+    assert 'tick 5' in memory.feedback_message
+    source.view = pack(6)
+    tree.tick()
+    assert memory.status is Status.SUCCESS and memory.view.tick == 6
+
+
 def test_a_failing_key_present_names_the_key_reason_and_detail():
     memory = WorkingMemoryToBlackboard('planner', Source(pack(100, missing=[EVICTED])))
     condition = KeyPresent('safety:zone/high_voltage', 'planner')

@@ -144,8 +144,11 @@ class WorkingMemoryToBlackboard(py_trees.behaviour.Behaviour):
     arrives while the rest of the tree ticks waits for the next tree tick. Put it first in a
     Sequence at the root, so every behaviour after it in the tick reads that one pack.
 
-    Status: SUCCESS once a pack is on the blackboard; RUNNING before the first pack;
-    FAILURE when `latest()` gives a pack of another cabin (the feedback says so).
+    Status: SUCCESS once a pack is on the blackboard; RUNNING before the first pack, and
+    while `latest()` has no current pack after one (the working memory silent: a client's
+    `latest()` hands out no pack older than its age bound), so the tree holds rather than
+    decide on an old pack; FAILURE when `latest()` gives a pack of another cabin (the
+    feedback says so).
     """
 
     def __init__(self, cabin: str, latest: Callable[[], PackView | None],
@@ -170,10 +173,12 @@ class WorkingMemoryToBlackboard(py_trees.behaviour.Behaviour):
         """Write the latest pack on the blackboard (once per tree tick)."""
         view = self._latest()
         if view is None:
-            if self.exposure.view is None:
-                self.feedback_message = f'waiting for the first pack of cabin {self.exposure.cabin}'
-                return py_trees.common.Status.RUNNING
-            view = self.exposure.view
+            last = self.exposure.view
+            self.feedback_message = (
+                f'waiting for the first pack of cabin {self.exposure.cabin}' if last is None
+                else f'no current pack of cabin {self.exposure.cabin}: the working memory is '
+                     f'silent (the last pack, tick {last.tick}, is too old to decide on)')
+            return py_trees.common.Status.RUNNING
         try:
             fresh = self.exposure.expose(view)
         except ValueError as error:
