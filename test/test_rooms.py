@@ -24,7 +24,7 @@ SOURCE_DIR = pathlib.Path(__file__).resolve().parents[1] / 'working_memory'
 LEVELS = {'core': 0, 'ros': 1, 'client': 2, 'decision': 3, 'sim': 3, 'tools': 3, 'trees': 4,
           'bench': 5, 'demo': 5}
 ROS_FACES = {'node', 'qos', 'spin', 'ticking', 'conversions', 'parameters', 'client', 'views',
-             'window_topics', 'diagnostics_topic'}
+             'window_topics', 'diagnostics_topic', 'sources'}
 ROS_MODULES = ('rclpy', 'rosidl_parser', 'rosidl_runtime_py', 'rcl_interfaces',
                'builtin_interfaces', 'std_msgs', 'nav_msgs', 'geometry_msgs', 'diagnostic_msgs',
                'lifecycle_msgs', 'rosgraph_msgs', 'visualization_msgs', 'launch',

@@ -20,6 +20,7 @@ from working_memory.core.timebase import TimeBase
 from working_memory.ros.diagnostics import CapacityUse, Health, Level, Status
 from working_memory.ros.inputs import Answer, BoardBatch, POSE_TOPICS
 from working_memory.ros.params import NodeConfig
+from working_memory.ros.source_map import Conversion, SourceSpec, Sources, sources_status
 
 
 @dataclass
@@ -44,6 +45,8 @@ class Memory:
     pending_evictions: list[EvictionRecord] = field(default_factory=list)
     # Input topics by their resolved names, for the frame's receipts (set with the entities).
     resolved_names: dict[str, str] = field(default_factory=dict)
+    # The typed-topic sources (sources_file), by topic.
+    sources: Sources = field(default_factory=lambda: Sources(()))
 
     def receipts(self) -> dict[str, int]:
         """Return {resolved input topic: messages received so far}, for the frame's receipts."""
@@ -70,6 +73,13 @@ class Memory:
         self.board.apply_checked(batch.entries, batch.removed_keys)
         if batch.removed_keys:
             self.resync.removed(batch.removed_keys, batch.stamp)
+
+    def take_source(self, conversion: Conversion) -> None:
+        """Apply what a source's message gave: board entries and removals, events."""
+        if conversion.entries or conversion.removed_keys:
+            self.board.apply(conversion.entries, conversion.removed_keys)
+        for event in conversion.events:
+            self.log.append(event)
 
     def take_answer(self, answer: Answer) -> None:
         """Take a writer's answer to the resync: what is not older than the live updates."""
@@ -115,7 +125,8 @@ class Memory:
                    (('started', f'{resync.started:.3f}'), ('active', str(resync.active)),
                     ('took_s', '' if resync.active else f'{resync.ended - resync.started:.3f}'),
                     ('not_heard', ', '.join(resync.unheard)),
-                    ('duplicate_events', str(self.log.duplicates))))]
+                    ('duplicate_events', str(self.log.duplicates)))),
+            *sources_status(self.sources)]
 
     @property
     def timebase(self) -> TimeBase:
@@ -140,8 +151,12 @@ def pose_topic(config: NodeConfig) -> str | None:
     return topic
 
 
-def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float) -> Memory:
-    """Return the core for `config` and `manifests`, its timeline starting at `now` [s]."""
+def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float,
+                 sources: tuple[SourceSpec, ...] = ()) -> Memory:
+    """Return the core for `config` and `manifests`, its timeline starting at `now` [s].
+
+    `sources` (from sources_file) are inputs too, their topics counted in the receipts.
+    """
     policy = (HalfLifeBlend(config.half_life_s) if config.eviction_policy == 'half_life'
               else ImportanceLRU())
     working_set = WorkingSet(config.capacity, config.size_budget, config.exempt_prefixes, policy)
@@ -154,6 +169,8 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float)
         inputs[topic] = config.stale_after_s
     if config.trigger_topic:
         inputs[config.trigger_topic] = None
+    for spec in sources:
+        inputs[spec.topic] = None
     # Board and log place stamps on the working set's timeline: one timeline for all.
     timebase = working_set.timebase
     return Memory(config=config, manifests=manifests, board=BoardSnapshot(timebase),
@@ -162,7 +179,7 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float)
                       config.pose_key if config.pose_source == 'board' else None)),
                   frames=FrameStore(config.frames_kept),
                   health=Health(inputs, timebase.observe(now)),
-                  resync=Resync(now, config.resync_timeout_s))
+                  resync=Resync(now, config.resync_timeout_s), sources=Sources(sources))
 
 
 def tick_description(config: NodeConfig) -> str:

@@ -40,6 +40,8 @@ from working_memory.ros.memory import (ANSWER_TOPIC, Memory, REQUEST_TOPIC, buil
                                        tick_description)
 from working_memory.ros.parameters import NodeParameters, changed
 from working_memory.ros.params import NodeConfig
+from working_memory.ros.source_map import load_sources
+from working_memory.ros.sources import SourceTopics, describe
 from working_memory.ros.spin import run_node
 from working_memory.ros.ticking import EXECUTORS, Intake, TickTimer, make_executor
 from working_memory.ros.views import Views
@@ -64,8 +66,10 @@ class WorkingMemoryNode(LifecycleNode):
     Subscriptions:
         `board` (BoardUpdate), `map` (nav_msgs/OccupancyGrid, latched), `log` (LogEvent),
         `odom` (nav_msgs/Odometry) or `pose` (geometry_msgs/PoseStamped) per `pose_source`,
-        `trigger_topic` (std_msgs/Empty) when set. Inputs are taken while inactive too: the
-        board mirror must not miss a change while the node is paused. `board` and `log`
+        `trigger_topic` (std_msgs/Empty) when set; each source's topic of `sources_file`
+        (its own message type, ros/sources.py), mapped to board entries and events.
+        Inputs are taken while inactive too: the board mirror must not miss a change
+        while the node is paused. `board` and `log`
         belong to the helper node `<name>_inputs` and are taken in batches (ros/ticking.py
         `Intake`: far less CPU at a 1 kHz board than one executor wake-up per message).
     Publishers (lifecycle: silent unless active):
@@ -94,6 +98,7 @@ class WorkingMemoryNode(LifecycleNode):
         self._jump_handle: JumpHandle | None = None
         self._ticker: TickTimer | None = None   # while active, unless a trigger topic ticks
         self._intake: Intake | None = None      # board and log, while configured
+        self._sources: SourceTopics | None = None   # typed-topic sources, while configured
         self._frame_pub = self._evictions_pub = self._resync_pub = None
         self._ask: Resync | None = None   # the resync request of this configure
         # Why the node is unconfigured (a failed configure, an error), for /diagnostics.
@@ -115,7 +120,8 @@ class WorkingMemoryNode(LifecycleNode):
         """Validate parameters and overrides, load manifests, build the core and the entities."""
         try:
             config, manifests = self._table.read()
-            self._memory = build_memory(config, manifests, self._now())
+            sources = load_sources(config.sources_file, describe) if config.sources_file else ()
+            self._memory = build_memory(config, manifests, self._now(), sources)
             self._output = conv.FrameOutput()
             self._create_entities(config)
             self._memory.resolved_names = {topic: self.resolve_topic_name(topic)
@@ -209,6 +215,7 @@ class WorkingMemoryNode(LifecycleNode):
             self._entities.append(self.create_subscription(
                 Odometry if topic == 'odom' else PoseStamped, topic, self._on_pose,
                 qos.pose_qos(), event_callbacks=qos.input_events(topic, *events)))
+        self._create_sources(events)
         if config.trigger_topic:
             try:
                 self._entities.append(self.create_subscription(
@@ -240,6 +247,13 @@ class WorkingMemoryNode(LifecycleNode):
                           on_clock_change=True),
             post_callback=self._on_clock_jump)
 
+    def _create_sources(self, events: tuple) -> None:
+        """Subscribe to the typed-topic sources (sources_file), each with its own type."""
+        specs = [source.spec for source in self._memory.sources.maps.values()]
+        if specs:
+            self._sources = SourceTopics(self, specs, self._on_source,
+                                         lambda topic: qos.input_events(topic, *events))
+
     def _release(self) -> None:
         """Stop ticking, destroy every entity created in configure and drop the core state."""
         self._active = False
@@ -253,6 +267,9 @@ class WorkingMemoryNode(LifecycleNode):
         if self._intake is not None:
             self._intake.destroy()
             self._intake = None
+        if self._sources is not None:
+            self._sources.destroy()
+            self._sources = None
         for publisher in (self._frame_pub, self._evictions_pub):
             if publisher is not None:
                 self.destroy_lifecycle_publisher(publisher)
@@ -462,6 +479,18 @@ class WorkingMemoryNode(LifecycleNode):
             self._reject(ANSWER_TOPIC, error)
         memory.take_answer(answer)
         memory.resync.heard(conv.publication(info)[0])
+
+    def _on_source(self, topic: str, msg: Any) -> None:
+        """Map a source's message (ros/source_map.py) onto the board and the log."""
+        self._tick_if_due()
+        memory, now = self._received(topic)
+        conversion = memory.sources.convert(topic, msg, now)
+        for error in conversion.errors:
+            self._reject(topic, error)
+        try:
+            memory.take_source(conversion)
+        except ValueError as error:
+            self._reject(topic, str(error))
 
     def _on_map(self, msg: OccupancyGrid) -> None:
         self._tick_if_due()

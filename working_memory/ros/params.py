@@ -116,6 +116,9 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('manifests_file', ParamType.STRING, '',
               "YAML file with cabin manifests (a cabins: mapping); '' reads only cabins.* "
               'parameters', read_only=True),
+    ParamSpec('sources_file', ParamType.STRING, '',
+              "YAML file of typed-topic sources (the robot's own topics mapped to board "
+              "entries and events, docs/SOURCES.md); '' takes none", read_only=True),
     ParamSpec('cabin_names', ParamType.STRING_ARRAY, [],
               'Cabins whose manifests come from cabins.<name>.<field> parameters, in order',
               read_only=True),
@@ -259,6 +262,7 @@ class NodeConfig:
     diagnostics_period_s: float
     resync_timeout_s: float
     manifests_file: str
+    sources_file: str
     cabin_names: tuple[str, ...]
     views: bool
     map_windows: str

@@ -1,0 +1,167 @@
+"""The node takes typed-topic sources itself (sources_file): real message types over DDS.
+
+The shipped config/sources/nav2.yaml, its topics made relative so they resolve in the
+test's namespace, fed its real message types at robot rates through a running node.
+"""
+
+import json
+import math
+from pathlib import Path
+
+from action_msgs.msg import GoalStatus, GoalStatusArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
+from nav_msgs.msg import Path as PathMsg
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import BatteryState
+
+NAV2 = Path(__file__).resolve().parents[2] / 'config' / 'sources' / 'nav2.yaml'
+SOURCES = {'cabins.planner.board_keys': ['goal:*', 'pose', 'route', 'battery'],
+           'cabins.executor.board_keys': ['action:*', 'pose', 'battery'],
+           'cabins.planner.events.kinds': ['CONSTRAINT', 'FAILURE', 'ACTION', 'ALARM']}
+
+
+def relative_nav2(tmp_path) -> str:
+    """Write nav2.yaml with its topics relative (in the test's namespace); return its path."""
+    path = tmp_path / 'nav2.yaml'
+    path.write_text(NAV2.read_text().replace('topic: /', 'topic: '))
+    return str(path)
+
+
+def stamped(msg, seconds, frame='map'):
+    msg.header.frame_id = frame
+    msg.header.stamp.sec, msg.header.stamp.nanosec = int(seconds), int(seconds % 1 * 1e9)
+    return msg
+
+
+def amcl(x, now, frame='map'):
+    msg = stamped(PoseWithCovarianceStamped(), now, frame)
+    msg.pose.pose.position.x, msg.pose.pose.position.y = x, 2.0
+    msg.pose.pose.orientation.w = 1.0
+    return msg
+
+
+def goal_status(status):
+    msg = GoalStatusArray(status_list=[GoalStatus(status=status)])
+    msg.status_list[0].goal_info.goal_id.uuid[0] = 7
+    return msg
+
+
+def pack_items(frame, cabin):
+    (pack,) = [pack for pack in frame.packs if pack.cabin == cabin]
+    return {item.key: json.loads(item.value) for item in pack.items}
+
+
+def events_of(frame, cabin):
+    (pack,) = [pack for pack in frame.packs if pack.cabin == cabin]
+    return [(event.kind, event.key) for event in pack.recent_events]
+
+
+def publishers(probe):
+    node = probe.node
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    return {'amcl': node.create_publisher(PoseWithCovarianceStamped, 'amcl_pose', 10),
+            'plan': node.create_publisher(PathMsg, 'plan', 10),
+            'goal': node.create_publisher(PoseStamped, 'goal_pose', 10),
+            'battery': node.create_publisher(BatteryState, 'battery_state', 10),
+            'status': node.create_publisher(GoalStatusArray, 'navigate_to_pose/_action/status',
+                                            latched),
+            'diagnostics': node.create_publisher(DiagnosticArray, 'diagnostics', 10)}
+
+
+def test_each_nav2_mapping_fed_its_real_type_fills_the_packs(start_memory, tmp_path, spin_until):
+    node, probe = start_memory({'sources_file': relative_nav2(tmp_path), **SOURCES})
+    pubs = publishers(probe)
+    probe.wait_matched(*pubs.values())
+    now = node.get_clock().now().nanoseconds * 1e-9
+    goal = stamped(PoseStamped(), now)
+    goal.pose.position.x, goal.pose.orientation.w = 5.0, 1.0
+    pubs['goal'].publish(goal)
+    plan = stamped(PathMsg(), now)
+    plan.poses = [stamped(PoseStamped(), now) for _ in range(500)]
+    for index, pose in enumerate(plan.poses):
+        pose.pose.position.x = index * 0.01
+    pubs['plan'].publish(plan)
+    pubs['status'].publish(goal_status(GoalStatus.STATUS_EXECUTING))
+    state = {'tick': 0}
+
+    def robot():
+        # AMCL at 10 Hz, the battery and the diagnostics at 1 Hz, at the test's spin rate.
+        state['tick'] += 1
+        t = node.get_clock().now().nanoseconds * 1e-9
+        pubs['amcl'].publish(amcl(1.0 + 0.01 * state['tick'], t))
+        if state['tick'] % 10 == 1:
+            pubs['battery'].publish(stamped(BatteryState(percentage=0.8, voltage=24.0), t, ''))
+            pubs['diagnostics'].publish(DiagnosticArray(status=[
+                DiagnosticStatus(name='lidar', level=DiagnosticStatus.ERROR, message='no scan')]))
+
+    timer = probe.node.create_timer(0.1, robot)
+    frame = probe.wait_frame(
+        lambda f: {'goal:current', 'pose', 'route', 'battery'} <= set(pack_items(f, 'planner'))
+        and ('FAILURE', 'diagnostic:lidar') in _named(events_of(f, 'planner')))
+    probe.node.destroy_timer(timer)
+    planner = pack_items(frame, 'planner')
+    assert planner['goal:current'] == {'x': 5.0, 'y': 0.0, 'yaw': 0.0}
+    assert set(planner['pose']) == {'x', 'y', 'yaw'} and planner['pose']['y'] == 2.0
+    assert len(planner['route']) == 100 and planner['route'][-1] == [499 * 0.01, 0.0]
+    assert planner['battery']['percentage'] == 0.800000011920929   # float32 on the wire
+    assert 'battery' in pack_items(frame, 'executor')
+    names = {count.topic: count.received for count in frame.inputs}
+    for topic in ('amcl_pose', 'plan', 'goal_pose', 'battery_state',
+                  'navigate_to_pose/_action/status', 'diagnostics'):
+        assert names[f'{probe.node.get_namespace()}/{topic}'] >= 1, topic
+    status = probe.status('sources', lambda s: probe.values(s)['battery.taken'] != '0')
+    values = probe.values(status)
+    assert values['diagnostics.rejected'] == '0' and values['amcl.taken'] != '0'
+    assert values['amcl.received'] == str(int(values['amcl.taken']) + int(values['amcl.rejected']))
+
+
+def _named(events):
+    """Return (kind name, key) of LogEvent kinds as the pack carries them."""
+    from working_memory.msg import LogEvent
+    names = {getattr(LogEvent, name): name for name in
+             ('ACTION', 'FAILURE', 'CONSTRAINT', 'OBSERVATION', 'GOAL', 'ALARM')}
+    return [(names[kind], key) for kind, key in events]
+
+
+def test_a_non_finite_pose_is_rejected_and_counted_on_diagnostics(start_memory, tmp_path):
+    node, probe = start_memory({'sources_file': relative_nav2(tmp_path)})
+    pubs = publishers(probe)
+    probe.wait_matched(pubs['amcl'])
+    now = node.get_clock().now().nanoseconds * 1e-9
+    pubs['amcl'].publish(amcl(math.nan, now))
+    status = probe.status('sources', lambda s: probe.values(s)['amcl.rejected'] == '1')
+    assert 'not a finite number' in probe.values(status)['amcl.last_rejection']
+    pubs['amcl'].publish(amcl(3.0, now))
+    frame = probe.wait_frame(lambda f: 'pose' in pack_items(f, 'planner'))
+    assert pack_items(frame, 'planner')['pose']['x'] == 3.0
+
+
+def test_an_aborted_navigation_gives_one_failure_event(start_memory, tmp_path, spin_until):
+    node, probe = start_memory({'sources_file': relative_nav2(tmp_path), **SOURCES})
+    pubs = publishers(probe)
+    probe.wait_matched(pubs['status'])
+    # The status array repeats an ended goal in every message until it is forgotten.
+    statuses = [GoalStatus.STATUS_EXECUTING] + [GoalStatus.STATUS_ABORTED] * 5
+    for count, status in enumerate(statuses, 1):
+        pubs['status'].publish(goal_status(status))
+        probe.status('sources', lambda s: probe.values(s)['navigate.received'] == str(count))
+    frame = probe.wait_frame()
+    assert _named(events_of(frame, 'planner')).count(('FAILURE', 'navigate_to_pose')) == 1
+    assert _named(events_of(frame, 'planner')).count(('ACTION', 'navigate_to_pose')) == 1
+
+
+def test_an_unknown_type_or_field_fails_configure_naming_it(start_memory, tmp_path, capfd):
+    good = ('sources:\n  battery:\n    topic: battery_state\n'
+            '    type: sensor_msgs/msg/BatteryState\n'
+            '    board: [{key: battery, value: {level: percentage}}]\n')
+    for typo, named in (
+            ('BatteryState', 'did you mean BatteryState?'),
+            ('percentage', "has no field 'percentag' (did you mean percentage?)")):
+        path = tmp_path / f'bad_{typo}.yaml'
+        path.write_text(good.replace(typo, typo[:-1]))
+        node, _ = start_memory({'sources_file': str(path)}, configure=False)
+        assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
+        assert named in capfd.readouterr().err

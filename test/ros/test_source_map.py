@@ -1,0 +1,164 @@
+"""Typed-topic sources (ros/source_map.py): validation and conversion of real message types.
+
+No node here: the shipped mappings are fed real rclpy messages, their plain-dict form
+(rosidl_runtime_py.convert.message_to_ordereddict) and rosbags messages, which must all
+convert alike.
+"""
+
+import math
+from pathlib import Path
+
+import pytest
+from action_msgs.msg import GoalStatus, GoalStatusArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
+from nav_msgs.msg import Path as PathMsg
+from rosidl_runtime_py.convert import message_to_ordereddict
+from sensor_msgs.msg import BatteryState
+
+from working_memory.core.items import EventKind
+from working_memory.ros.source_map import (SourceError, SourceMap, Sources, load_sources,
+                                           parse_sources, sources_status)
+from working_memory.ros.sources import describe
+
+NAV2 = Path(__file__).resolve().parents[2] / 'config' / 'sources' / 'nav2.yaml'
+
+
+def nav2() -> dict:
+    return {spec.name: spec for spec in load_sources(str(NAV2), describe)}
+
+
+def amcl_msg(x=1.0, y=2.0, yaw=0.5, frame='map', stamp=10.0) -> PoseWithCovarianceStamped:
+    msg = PoseWithCovarianceStamped()
+    msg.header.frame_id = frame
+    msg.header.stamp.sec, msg.header.stamp.nanosec = int(stamp), int(stamp % 1 * 1e9)
+    msg.pose.pose.position.x, msg.pose.pose.position.y = x, y
+    msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+    return msg
+
+
+def status_msg(*goals: tuple[int, int]) -> GoalStatusArray:
+    """Return an action status array of (goal id byte, status) pairs."""
+    msg = GoalStatusArray()
+    for ident, status in goals:
+        goal = GoalStatus(status=status)
+        goal.goal_info.goal_id.uuid[0] = ident
+        msg.status_list.append(goal)
+    return msg
+
+
+def diagnostics_msg(**levels: int) -> DiagnosticArray:
+    return DiagnosticArray(status=[DiagnosticStatus(name=name, level=bytes([level]),
+                                                    message=f'{name} says {level}')
+                                   for name, level in levels.items()])
+
+
+def test_amcl_pose_becomes_the_pose_entry_with_yaw_from_the_quaternion():
+    conversion = SourceMap(nav2()['amcl']).convert(amcl_msg(), 99.0)
+    (entry,) = conversion.entries
+    assert entry.key == 'pose' and entry.stamp == pytest.approx(10.0)
+    assert entry.value == {'x': 1.0, 'y': 2.0, 'yaw': pytest.approx(0.5)}
+    assert (entry.importance, entry.ttl, entry.tags) == (0.9, 2.0, ('navigation',))
+    assert not conversion.errors
+
+
+@pytest.mark.parametrize('as_given', [lambda msg: msg, message_to_ordereddict])
+def test_a_message_and_its_plain_dict_form_convert_alike(as_given):
+    plan = PathMsg()
+    plan.header.frame_id = 'map'
+    plan.poses = [PoseStamped() for _ in range(500)]
+    for index, pose in enumerate(plan.poses):
+        pose.pose.position.x, pose.pose.position.y = float(index), -float(index)
+    (route,) = SourceMap(nav2()['plan']).convert(as_given(plan), 5.0).entries
+    assert len(route.value) == 100
+    assert route.value[0] == [0.0, -0.0] and route.value[-1] == [499.0, -499.0]
+    battery = BatteryState(percentage=0.75, voltage=24.5, power_supply_status=2)
+    (entry,) = SourceMap(nav2()['battery']).convert(as_given(battery), 5.0).entries
+    assert entry.value == {'percentage': 0.75, 'voltage': 24.5, 'power_supply_status': 2}
+
+
+def test_a_non_finite_pose_is_rejected_and_counted_and_the_next_one_taken():
+    sources = Sources([nav2()['amcl']])
+    rejected = sources.convert('/amcl_pose', amcl_msg(x=math.nan), 1.0)
+    assert not rejected.entries and 'pose.pose.position.x' in rejected.errors[0]
+    taken = sources.convert('/amcl_pose', amcl_msg(), 2.0)
+    assert taken.entries and not taken.errors
+    counts = sources.counts['/amcl_pose']
+    assert (counts.received, counts.taken, counts.rejected) == (2, 1, 1)
+    assert 'not a finite number' in counts.last_rejection
+    (status,) = sources_status(sources)
+    assert dict(status.values)['amcl.rejected'] == '1' and 'amcl: 1 rejected' in status.message
+
+
+def test_a_pose_in_another_frame_is_rejected_whole():
+    conversion = Sources([nav2()['amcl']]).convert('/amcl_pose', amcl_msg(frame='odom'), 1.0)
+    assert not conversion.entries and "'odom' is not 'map'" in conversion.errors[0]
+
+
+def test_an_aborted_goal_gives_one_failure_event_and_removes_the_current_goal_once():
+    source = SourceMap(nav2()['navigate'])
+    first = source.convert(status_msg((1, GoalStatus.STATUS_EXECUTING)), 1.0)
+    assert [event.kind for event in first.events] == [EventKind.ACTION]
+    aborted = [source.convert(status_msg((1, GoalStatus.STATUS_ABORTED)), 2.0 + i)
+               for i in range(5)]
+    events = [event for conversion in aborted for event in conversion.events]
+    assert [event.kind for event in events] == [EventKind.FAILURE]
+    assert events[0].key == 'navigate_to_pose' and events[0].detail['status'] == 6
+    assert events[0].detail['goal'][:2] == [1, 0]
+    assert [conversion.removed_keys for conversion in aborted] == [('goal:current',)] + [()] * 4
+    # A new goal next to the ended one: accepted once, and the old one removes nothing.
+    later = source.convert(status_msg((1, GoalStatus.STATUS_ABORTED),
+                                      (2, GoalStatus.STATUS_ACCEPTED)), 9.0)
+    assert [event.kind for event in later.events] == [EventKind.ACTION]
+    assert later.removed_keys == ()
+
+
+def test_diagnostics_fire_on_transitions_into_error_and_stale():
+    source = SourceMap(nav2()['diagnostics'])
+    kinds = []
+    for levels in ({'motor': 0, 'lidar': 2}, {'motor': 2, 'lidar': 2}, {'motor': 2, 'lidar': 3},
+                   {'motor': 0, 'lidar': 0}, {'motor': 2, 'lidar': 0}):
+        conversion = source.convert(diagnostics_msg(**levels), 1.0)
+        kinds.append(sorted((event.key, event.kind.value) for event in conversion.events))
+    assert kinds == [[('diagnostic:lidar', 'FAILURE')], [('diagnostic:motor', 'FAILURE')],
+                     [('diagnostic:lidar', 'ALARM')], [], [('diagnostic:motor', 'FAILURE')]]
+
+
+def test_ttl_periods_follow_the_measured_header_rate():
+    source = SourceMap(nav2()['battery'])
+    ttls = []
+    for tick in range(4):
+        msg = BatteryState(percentage=0.5)
+        msg.header.stamp.sec = 100 + tick
+        ttls.append(source.convert(msg, 0.0).entries[0].ttl)
+    # ttl_s until two stamps measured the period (1 s), then five periods.
+    assert ttls == [10.0, 5.0, 5.0, 5.0]
+
+
+@pytest.mark.parametrize('change, named', [
+    ({'type': 'geometry_msgs/msg/PoseWithCovarianceStampd'},
+     'did you mean PoseWithCovarianceStamped?'),
+    ({'type': 'geometri_msgs/msg/Pose'}, "no message package 'geometri_msgs'"),
+    ({'board': [{'key': 'pose', 'value': {'x': 'pose.pose.positon.x'}}]},
+     "has no field 'positon' (did you mean position?)"),
+    ({'board': [{'key': 'pose', 'valeu': 'pose'}]}, 'valeu: unknown field (did you mean value?)'),
+    ({'events': [{'key': 'k', 'kind': 'FAILUER'}]}, 'did you mean FAILURE?'),
+    ({'board': [{'key': 'pose', 'value': {'transform': 'yaww', 'field': 'pose'}}]},
+     'did you mean yaw?'),
+    ({'board': [{'key': 'pose', 'value': {'transform': 'yaw', 'field': 'pose.pose.position'}}]},
+     'yaw needs a quaternion'),
+])
+def test_an_unknown_type_field_or_kind_is_refused_naming_the_closest(change, named):
+    source = {'topic': '/amcl_pose', 'type': 'geometry_msgs/msg/PoseWithCovarianceStamped',
+              'board': [{'key': 'pose'}], **change}
+    with pytest.raises(SourceError, match='sources.amcl') as error:
+        parse_sources({'sources': {'amcl': source}}, describe)
+    assert named in str(error.value)
+
+
+def test_an_unknown_constant_is_refused_naming_the_closest():
+    source = {'topic': 'status', 'type': 'action_msgs/msg/GoalStatusArray',
+              'events': [{'key': 'k', 'each': 'status_list', 'kind': 'FAILURE',
+                          'when': {'field': 'status', 'in': ['STATUS_ABORTD']}}]}
+    with pytest.raises(SourceError, match='did you mean STATUS_ABORTED'):
+        parse_sources({'sources': {'nav': source}}, describe)

@@ -1,0 +1,113 @@
+"""Typed-topic sources' ROS face: message types by name, their subscriptions and QoS.
+
+The conversion is `ros/source_map.py` (pure, shared with the offline replay); this
+module resolves the types with rosidl_runtime_py and subscribes the node to each
+source's topic, handing every message to the node's callback as it comes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any, Callable, Iterable
+
+from rclpy.exceptions import InvalidTopicNameException
+from rclpy.lifecycle import LifecycleNode
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.subscription import Subscription
+from rosidl_runtime_py.utilities import get_message
+
+from working_memory.core.checks import did_you_mean
+from working_memory.ros.source_map import FieldType, SourceSpec, TypeInfo
+
+_SEQUENCE = re.compile(r'sequence<(.+?)(?:, ?\d+)?>')
+_ARRAY = re.compile(r'(.+)\[\d*\]')
+_BOUNDED = re.compile(r'<=\d+$')
+
+
+def message_type(type_name: str) -> type:
+    """Return the message class of 'pkg/msg/Name'; LookupError names the closest one."""
+    try:
+        return get_message(type_name)
+    except ValueError:
+        raise LookupError(f'{type_name!r} is not a message type name pkg/msg/Name') from None
+    except ModuleNotFoundError:
+        package = type_name.split('/')[0]
+        raise LookupError(f'unknown message type {type_name!r}: no message package '
+                          f'{package!r} is installed') from None
+    except AttributeError:
+        package, _, name = type_name.rpartition('/')
+        module = importlib.import_module(package.replace('/', '.'))
+        known = [n for n in dir(module) if hasattr(getattr(module, n), '_TYPE_SUPPORT')]
+        raise LookupError(f'unknown message type {type_name!r}'
+                          + did_you_mean(name, known)) from None
+
+
+def describe(type_name: str) -> TypeInfo:
+    """Return the fields and constants of a message type (source_map's `Describe`)."""
+    cls = message_type(type_name)
+    meta = type(cls)
+    constants = getattr(meta, f'_{meta.__name__}__constants', {})
+    return TypeInfo({name: field_type(text)
+                     for name, text in cls.get_fields_and_field_types().items()},
+                    dict(constants))
+
+
+def field_type(text: str) -> FieldType:
+    """Return rclpy's field type text ('sequence<geometry_msgs/PoseStamped>') as a FieldType."""
+    sequence = False
+    for pattern in (_SEQUENCE, _ARRAY):
+        match = pattern.fullmatch(text)
+        if match:
+            text, sequence = match.group(1), True
+    text = _BOUNDED.sub('', text)
+    if '/' in text:
+        package, name = text.split('/')[0], text.split('/')[-1]
+        text = f'{package}/msg/{name}'
+    return FieldType(text, sequence)
+
+
+def source_qos(node: LifecycleNode, spec: SourceSpec) -> QoSProfile:
+    """Return the source's QoS: as given, the rest adapted to the publishers in the graph.
+
+    Reliable (transient local) only when every publisher offers it; with none yet,
+    best effort and volatile, which match any publisher.
+    """
+    offers = [info.qos_profile for info in node.get_publishers_info_by_topic(
+        node.resolve_topic_name(spec.topic))]
+    reliability = spec.qos.reliability or (
+        'reliable' if offers and all(offer.reliability == ReliabilityPolicy.RELIABLE
+                                     for offer in offers) else 'best_effort')
+    durability = spec.qos.durability or (
+        'transient_local' if offers and all(
+            offer.durability == DurabilityPolicy.TRANSIENT_LOCAL for offer in offers)
+        else 'volatile')
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=spec.qos.depth,
+                      reliability=ReliabilityPolicy[reliability.upper()],
+                      durability=DurabilityPolicy[durability.upper()])
+
+
+class SourceTopics:
+    """The node's subscriptions to its sources' topics, each message to `on_message`."""
+
+    def __init__(self, node: LifecycleNode, specs: Iterable[SourceSpec],
+                 on_message: Callable[[str, Any], None],
+                 event_callbacks: Callable[[str], Any]):
+        """Subscribe `node` to each source; `event_callbacks(topic)` gives its QoS events."""
+        self._node = node
+        self.subscriptions: list[Subscription] = []
+        for spec in specs:
+            try:
+                self.subscriptions.append(node.create_subscription(
+                    message_type(spec.type), spec.topic,
+                    lambda msg, topic=spec.topic: on_message(topic, msg),
+                    source_qos(node, spec), event_callbacks=event_callbacks(spec.topic)))
+            except InvalidTopicNameException as error:
+                self.destroy()
+                raise ValueError(f'sources.{spec.name}.topic: {error}') from None
+
+    def destroy(self) -> None:
+        """Destroy the subscriptions."""
+        for subscription in self.subscriptions:
+            self._node.destroy_subscription(subscription)
+        self.subscriptions.clear()
