@@ -13,8 +13,14 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Path as PathMsg
 from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import BatteryState
+
+from working_memory.msg import LogEvent
+from working_memory.tools.recorder_node import RecorderNode
+from working_memory.tools.recording import load_run
+from working_memory.tools.replay import Settings, agreement
 
 NAV2 = Path(__file__).resolve().parents[2] / 'config' / 'sources' / 'nav2.yaml'
 SOURCES = {'cabins.planner.board_keys': ['goal:*', 'pose', 'route', 'battery'],
@@ -30,8 +36,12 @@ def relative_nav2(tmp_path) -> str:
 
 
 def stamped(msg, seconds, frame='map'):
-    msg.header.frame_id = frame
-    msg.header.stamp.sec, msg.header.stamp.nanosec = int(seconds), int(seconds % 1 * 1e9)
+    """Return `msg` stamped `seconds` [s] in `frame` (a GoalInfo: its stamp alone)."""
+    stamp = getattr(msg, 'stamp', None)
+    if hasattr(msg, 'header'):
+        msg.header.frame_id = frame
+        stamp = msg.header.stamp
+    stamp.sec, stamp.nanosec = int(seconds), int(seconds % 1 * 1e9)
     return msg
 
 
@@ -42,9 +52,11 @@ def amcl(x, now, frame='map'):
     return msg
 
 
-def goal_status(status):
+def goal_status(status, accepted):
+    """Return the status array of one goal accepted at `accepted` [s] (its events' stamp)."""
     msg = GoalStatusArray(status_list=[GoalStatus(status=status)])
     msg.status_list[0].goal_info.goal_id.uuid[0] = 7
+    stamped(msg.status_list[0].goal_info, accepted)
     return msg
 
 
@@ -84,7 +96,7 @@ def test_each_nav2_mapping_fed_its_real_type_fills_the_packs(start_memory, tmp_p
     for index, pose in enumerate(plan.poses):
         pose.pose.position.x = index * 0.01
     pubs['plan'].publish(plan)
-    pubs['status'].publish(goal_status(GoalStatus.STATUS_EXECUTING))
+    pubs['status'].publish(goal_status(GoalStatus.STATUS_EXECUTING, now))
     state = {'tick': 0}
 
     def robot():
@@ -120,7 +132,6 @@ def test_each_nav2_mapping_fed_its_real_type_fills_the_packs(start_memory, tmp_p
 
 def _named(events):
     """Return (kind name, key) of LogEvent kinds as the pack carries them."""
-    from working_memory.msg import LogEvent
     names = {getattr(LogEvent, name): name for name in
              ('ACTION', 'FAILURE', 'CONSTRAINT', 'OBSERVATION', 'GOAL', 'ALARM')}
     return [(names[kind], key) for kind, key in events]
@@ -143,10 +154,11 @@ def test_an_aborted_navigation_gives_one_failure_event(start_memory, tmp_path, s
     node, probe = start_memory({'sources_file': relative_nav2(tmp_path), **SOURCES})
     pubs = publishers(probe)
     probe.wait_matched(pubs['status'])
+    now = node.get_clock().now().nanoseconds * 1e-9
     # The status array repeats an ended goal in every message until it is forgotten.
     statuses = [GoalStatus.STATUS_EXECUTING] + [GoalStatus.STATUS_ABORTED] * 5
     for count, status in enumerate(statuses, 1):
-        pubs['status'].publish(goal_status(status))
+        pubs['status'].publish(goal_status(status, now))
         probe.status('sources', lambda s: probe.values(s)['navigate.received'] == str(count))
     frame = probe.wait_frame()
     assert _named(events_of(frame, 'planner')).count(('FAILURE', 'navigate_to_pose')) == 1
@@ -165,3 +177,47 @@ def test_an_unknown_type_or_field_fails_configure_naming_it(start_memory, tmp_pa
         node, _ = start_memory({'sources_file': str(path)}, configure=False)
         assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
         assert named in capfd.readouterr().err
+
+
+def test_replay_agrees_on_every_tick_of_a_run_fed_by_sources(start_memory, tmp_path, add_node,
+                                                             spin_until, context):
+    params = {'sources_file': relative_nav2(tmp_path), **SOURCES}
+    node, probe = start_memory(params)
+    pubs = publishers(probe)
+    namespace = probe.node.get_namespace()
+    topics = [f'{namespace}/working_memory/frame'] + [
+        f'{namespace}/{topic}' for topic in ('amcl_pose', 'plan', 'goal_pose', 'battery_state',
+                                             'navigate_to_pose/_action/status', 'diagnostics')]
+    recorder = add_node(RecorderNode(context=context, parameter_overrides=[
+        Parameter('bag_path', value=str(tmp_path / 'bag')), Parameter('topics', value=topics)]))
+    # Every source message the node takes is in the bag: publish once both subscribed.
+    assert spin_until(lambda: not recorder.waiting_for and all(
+        pub.get_subscription_count() == 2 for pub in pubs.values()))
+    now = node.get_clock().now().nanoseconds * 1e-9
+    goal = stamped(PoseStamped(), now)
+    goal.pose.orientation.w = 1.0
+    pubs['goal'].publish(goal)
+    plan = stamped(PathMsg(), now)
+    plan.poses = [stamped(PoseStamped(), now) for _ in range(300)]
+    pubs['plan'].publish(plan)
+    for step, status in enumerate([GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING]
+                                  + [GoalStatus.STATUS_ABORTED] * 3):
+        t = node.get_clock().now().nanoseconds * 1e-9
+        pubs['status'].publish(goal_status(status, now))
+        pubs['amcl'].publish(amcl(math.nan if step == 2 else 1.0 + step, t))
+        pubs['battery'].publish(stamped(BatteryState(percentage=0.5 - 0.1 * step), t, ''))
+        probe.status('sources', lambda s: probe.values(s)['amcl.received'] == str(step + 1))
+        # After the status: events get their numbers in the order the node took them.
+        pubs['diagnostics'].publish(stamped(DiagnosticArray(status=[DiagnosticStatus(
+            name='motor', level=bytes([2 * (step % 2)]))]), t, ''))
+        probe.status('sources', lambda s: probe.values(s)['diagnostics.received']
+                     == str(step + 1))
+    probe.wait_frame(lambda f: 'goal:current' not in pack_items(f, 'planner'))
+    spin_until(lambda: False, 0.3)
+    recorder.close()
+    run = load_run(recorder.bag_path)
+    values = {name: parameter.value
+              for name, parameter in node.get_parameters_by_prefix('').items()}
+    settings = Settings(values, 'the node', f'{namespace}/working_memory')
+    result = agreement(run, settings)
+    assert result.ticks > 10 and result.agreeing == result.ticks, result.mismatches[:2]

@@ -59,10 +59,11 @@ SOURCE_FIELDS = ('topic', 'type', 'qos', 'frame', 'board', 'events')
 QOS_FIELDS = ('reliability', 'durability', 'depth')
 RELIABILITIES = ('reliable', 'best_effort')
 DURABILITIES = ('volatile', 'transient_local')
-BOARD_FIELDS = ('key', 'value', 'each', 'id', 'when', 'remove', 'importance', 'ttl_s',
+BOARD_FIELDS = ('key', 'value', 'each', 'id', 'when', 'remove', 'stamp', 'importance', 'ttl_s',
                 'ttl_periods', 'tags')
-EVENT_FIELDS = ('key', 'kind', 'kinds', 'field', 'when', 'each', 'id', 'detail', 'importance',
-                'tags')
+EVENT_FIELDS = ('key', 'kind', 'kinds', 'field', 'when', 'each', 'id', 'detail', 'stamp',
+                'importance', 'tags')
+TIME_TYPE = 'builtin_interfaces/msg/Time'
 WHEN_FIELDS = ('field', 'at_least', 'in')
 TRANSFORM_FIELDS = ('transform', 'field', 'max_points')
 TRANSFORMS = ('yaw', 'polyline')
@@ -243,6 +244,7 @@ class BoardMapping:
     ident: tuple[str, ...] | None = None   # what tells elements apart (default: the key)
     when: When | None = None
     remove: bool = False
+    stamp: tuple[str, ...] | None = None   # a Time field (default: the header's)
     importance: float | None = None
     ttl_s: float = 0.0
     ttl_periods: float = 0.0
@@ -261,6 +263,7 @@ class EventMapping:
     each: tuple[str, ...] = ()
     ident: tuple[str, ...] | None = None   # what tells elements apart (default: the key)
     detail: Value | None = None
+    stamp: tuple[str, ...] | None = None   # a Time field (default: the header's)
     importance: float | None = None
     tags: tuple[str, ...] = ()
 
@@ -412,6 +415,7 @@ def _board(body: Any, schema: _Schema, where: str) -> BoardMapping:
                                                            f'{where}.value'),
         each=each, ident=_ident(body, each, schema, start, where),
         when=_when(body.get('when'), schema, start, f'{where}.when'), remove=remove,
+        stamp=_stamp(body, schema, start, where),
         importance=_importance(body.get('importance'), f'{where}.importance'),
         ttl_s=ttl_s, ttl_periods=ttl_periods, tags=_tags(body.get('tags'), f'{where}.tags'))
 
@@ -441,6 +445,7 @@ def _event(body: Any, schema: _Schema, where: str) -> EventMapping:
         key=_key(body, schema, start, where), kind=kind, kinds=kinds, watched=watched,
         when=_when(body.get('when'), schema, start, f'{where}.when'), each=each, ident=ident,
         detail=None if detail is None else _value(detail, schema, start, f'{where}.detail'),
+        stamp=_stamp(body, schema, start, where),
         importance=_importance(body.get('importance'), f'{where}.importance'),
         tags=_tags(body.get('tags'), f'{where}.tags'))
 
@@ -459,6 +464,16 @@ def _ident(body: Mapping, each: tuple[str, ...], schema: _Schema,
     if not each:
         raise SourceError(f'{where}.id: only with each (elements to tell apart)')
     return schema.resolve(body['id'], start, f'{where}.id')[0]
+
+
+def _stamp(body: Mapping, schema: _Schema, start: tuple[str, TypeInfo],
+           where: str) -> tuple[str, ...] | None:
+    if 'stamp' not in body:
+        return None
+    path, kind, _ = schema.resolve(body['stamp'], start, f'{where}.stamp', False)
+    if kind is None or kind.base != TIME_TYPE:
+        raise SourceError(f'{where}.stamp: must name a {TIME_TYPE} field')
+    return path
 
 
 def _key(body: Mapping, schema: _Schema, start: tuple[str, TypeInfo], where: str) -> Key:
@@ -649,9 +664,7 @@ class SourceMap:
             if spec.frame is not None and frame_id not in ('', spec.frame):
                 raise ValueError(f'header.frame_id {frame_id!r} is not {spec.frame!r} '
                                  '(no TF lookup is done)')
-            time = read(header, ('stamp',))
-            stamp = stamp_or(_Time(read(time, ('sec',)), read(time, ('nanosec',))), received,
-                             'header.stamp')
+            stamp = _seconds(read(header, ('stamp',)), received, 'header.stamp')
             self._stamps.append(stamp)
         entries: dict[str, BoardEntry] = {}
         removed: dict[str, None] = {}
@@ -705,7 +718,7 @@ class SourceMap:
         if mapping.when is not None and not mapping.when.holds(element):
             return None
         value = mapping.value.make(element, where)
-        entries[key] = BoardEntry(key=key, value=value, stamp=stamp,
+        entries[key] = BoardEntry(key=key, value=value, stamp=_stamp_of(mapping, element, stamp),
                                   importance=mapping.importance, ttl=self._ttl(mapping),
                                   tags=mapping.tags)
         return None
@@ -725,7 +738,8 @@ class SourceMap:
                                                             mapping.when.holds(element)):
                 return None
         detail = None if mapping.detail is None else mapping.detail.make(element, where)
-        return Event(stamp=stamp, kind=kind, source=self.spec.name, key=key, detail=detail,
+        return Event(stamp=_stamp_of(mapping, element, stamp), kind=kind,
+                     source=self.spec.name, key=key, detail=detail,
                      importance=mapping.importance, tags=mapping.tags)
 
     def _fires(self, mapping: int, ident: str, state: Any) -> bool:
@@ -757,6 +771,18 @@ class _Time(NamedTuple):
 
     sec: int
     nanosec: int
+
+
+def _stamp_of(mapping: BoardMapping | EventMapping, element: Any, stamp: float) -> float:
+    """Return the output's stamp [s]: its mapping's Time field, else the message's `stamp`."""
+    if mapping.stamp is None:
+        return stamp
+    return _seconds(read(element, mapping.stamp), stamp, '.'.join(mapping.stamp))
+
+
+def _seconds(time: Any, fallback: float, what: str) -> float:
+    """Return a Time of any form in seconds, `fallback` [s] when it is zero."""
+    return stamp_or(_Time(read(time, ('sec',)), read(time, ('nanosec',))), fallback, what)
 
 
 def _header(msg: Any) -> Any:

@@ -43,7 +43,9 @@ from working_memory.core.resync import Resync, mark_resyncing, resyncing_detail
 from working_memory.ros import inputs
 from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, cabin_param_specs,
                                        config_from_values, default_values, drop_param_spec)
-from working_memory.tools.bag import share_dir
+from working_memory.ros.source_map import (FieldType, SourceError, SourceSpec, Sources,
+                                           TypeInfo, load_sources)
+from working_memory.tools.bag import full_typestore, share_dir
 from working_memory.tools.recording import FrameRecord, PackRecord, Run, describe_ticks
 
 FRAME_SUFFIX = '/frame'
@@ -258,6 +260,9 @@ class Replay:
         self.config = settings.config
         self.manifests = settings.manifests()
         self._kinds = inputs.event_kinds(run.event_kinds)
+        # The node's typed-topic sources, by the resolved topic the bag names them.
+        self._specs = replay_sources(self.config.sources_file, settings.node)
+        self._sources = Sources(self._specs.values())
         pose_topic, self._pose_convert = inputs.POSE_TOPICS.get(self.config.pose_source,
                                                                 (None, None))
         self._pose_topic = None if pose_topic is None else '/' + pose_topic.lstrip('/')
@@ -294,6 +299,7 @@ class Replay:
             notes += self._runtime_changes(later, recorded, assembler)
             frame = assembler.assemble(recorded.tick, recorded.stamp_ns * 1e-9, truth.board,
                                        truth.log, truth.grid, truth.pose)
+            self._observe.ticked(recorded.stamp_ns * 1e-9)
             if recorded.resyncing:
                 frame = mark_resyncing(frame, resyncing_detail(recorded.started))
             yield Step(recorded, frame, truth, working_set, assembler.manifests, tuple(notes))
@@ -320,6 +326,8 @@ class Replay:
         truth = Truth(BoardSnapshot(timebase), EventLog(config.event_log_limit, timebase),
                       resync=Resync(first.started, self.config.resync_timeout_s))
         self._observe = _Observer(timebase)
+        # Transitions and rates start over with the memory, as in the node.
+        self._sources = Sources(self._specs.values())
         answer_topics = [topic for topic, msgtype in self.run.input_types.items()
                          if msgtype.endswith('/ResyncAnswer')]
         self._inputs = dict(self.run.inputs)
@@ -351,6 +359,7 @@ class Replay:
         exactly); fewer means the bag lacks messages the node had.
         """
         frame_ns = recorded.received * 1e9
+        pending = []
         for topic, messages in self._inputs.items():
             stamps = self._stamps.setdefault(topic, [stamp for stamp, _ in messages])
             by_time = bisect.bisect_right(stamps, frame_ns)
@@ -368,11 +377,16 @@ class Replay:
                        f'{by_time} before this frame (missed by the recorder, or late to it)')
             elif wanted < by_time:
                 self.late[topic] = self.late.get(topic, 0) + 1
-            for stamp_ns, msg in messages[applied[topic]:wanted]:
-                self._observe.receipt(msg, recorded.stamp_ns * 1e-9)
-                self._apply(truth, topic, msg, stamp_ns * 1e-9)
-                self._note_stamps(topic, msg)
+            pending += [(stamp_ns, topic, msg)
+                        for stamp_ns, msg in messages[applied[topic]:wanted]]
             applied[topic] = max(applied[topic], wanted)
+        # In the bag's order across topics: several (typed-topic sources, the board) may
+        # write one key or append to the log, whose numbering follows arrival.
+        pending.sort(key=lambda taken: taken[0])
+        for stamp_ns, topic, msg in pending:
+            self._observe.receipt(msg, recorded.stamp_ns * 1e-9)
+            self._apply(truth, topic, msg, stamp_ns * 1e-9)
+            self._note_stamps(topic, msg)
         for topic, received in recorded.inputs.items():
             if received and topic not in self.run.inputs:
                 yield (f'{topic}: the node had received {received} messages, the bag holds '
@@ -412,7 +426,14 @@ class Replay:
         """Apply one input message as the node's callback does (bad input is rejected)."""
         msgtype = self.run.input_types[topic]
         try:
-            if msgtype.endswith('/BoardUpdate'):
+            if topic in self._specs:
+                conversion = self._sources.convert(self._specs[topic].topic, msg, received)
+                truth.rejected += [f'{topic}: {error}' for error in conversion.errors]
+                if conversion.entries or conversion.removed_keys:
+                    truth.board.apply(conversion.entries, conversion.removed_keys)
+                for event in conversion.events:
+                    truth.log.append(event)
+            elif msgtype.endswith('/BoardUpdate'):
                 batch = inputs.board_batch_from_msg(msg, received)
                 truth.rejected += batch.errors
                 truth.board.apply(batch.entries, batch.removed_keys)
@@ -451,13 +472,59 @@ class Replay:
         return notes
 
 
+def replay_sources(path: str, node: str) -> dict[str, SourceSpec]:
+    """Return the node's sources (its `sources_file`) by resolved topic; {} without one.
+
+    Validated against rosbags' message types, as the node validated them against its own.
+    """
+    if not path:
+        return {}
+    try:
+        specs = load_sources(path, typestore_describe(full_typestore()))
+    except SourceError as error:
+        raise ReplayError(f'the node took typed-topic sources: {error}') from None
+    namespace, _, name = node.rpartition('/')
+    resolved = {}
+    for spec in specs:
+        topic = spec.topic
+        if topic.startswith('~'):
+            topic = f'{namespace}/{name}{topic[1:]}'
+        elif not topic.startswith('/'):
+            topic = f'{namespace}/{topic}'
+        resolved[topic] = spec
+    return resolved
+
+
+def typestore_describe(typestore):
+    """Return source_map's `Describe` of the message types a rosbags typestore knows."""
+    def describe(type_name: str) -> TypeInfo:
+        if type_name not in typestore.fielddefs:
+            raise LookupError(f'unknown message type {type_name!r} (rosbags has no definition '
+                              'of it)')
+        constants, fields = typestore.fielddefs[type_name]
+        return TypeInfo({name: _field_type(node) for name, node in fields},
+                        {name: value for name, _, value in constants})
+    return describe
+
+
+def _field_type(node) -> FieldType:
+    """Return a rosbags field definition (nodetype, details) as a FieldType."""
+    nodetype, details = node
+    if nodetype.name in ('ARRAY', 'SEQUENCE'):
+        return FieldType(_field_type(details[0]).base, True)
+    if nodetype.name == 'NAME':
+        return FieldType(details)
+    return FieldType(details[0])
+
+
 class _Observer:
     """Observe each input's arrival on the timebase, as the node does on receipt.
 
     The node observes its clock when a message arrives; the bag holds the recorder's
     receive time, which may run on another clock, so the replay observes the message's
     own header stamp instead (the sender's time on the same sim or ROS clock), never
-    past the tick that took it and never backwards (a late message is no clock reset).
+    past the tick that took it and never backwards (a late message is no clock reset):
+    not before the latest receipt nor the tick before it, which the node observed too.
     """
 
     def __init__(self, timebase):
@@ -472,6 +539,11 @@ class _Observer:
         if stamp > 0.0 and (self._latest is None or stamp > self._latest):
             self._latest = stamp
             self._timebase.observe(stamp)
+
+    def ticked(self, tick_s: float) -> None:
+        """Note a tick at ROS time `tick_s` [s]: a later receipt stamped before it is late."""
+        if self._latest is None or tick_s > self._latest:
+            self._latest = tick_s
 
 
 def replay(run: Run, settings: Settings) -> Iterator[Step]:
