@@ -6,8 +6,9 @@ ros_gz_bridge carries /clock (Gazebo -> ROS), the robot's odometry to /odom and
 /cmd_vel to the robot; nav2's map_server serves /map (latched) from a map_server YAML,
 by default the delivery world's grid (config/maps, door closed); mission_node
 publishes the delivery mission (goal, high-voltage zone, door on `board`, GOAL and
-CONSTRAINT on `log`) and /odom as the board pose. bringup.launch.py then starts
-working memory, planner and executor, every node on sim time. Nothing resolves
+CONSTRAINT on `log`). bringup.launch.py then starts working memory, planner and
+executor, every node on sim time; the working memory takes /odom as the board pose
+itself (sources_file config/sources/gazebo.yaml, no converter node). Nothing resolves
 `open_door`: the packaged world's doorway is closed by a static `door` model, as the
 map has it, and `door:main` stays as mission_node's door_state says.
 
@@ -23,7 +24,8 @@ odometry starts from zero at the spawn pose; it is published on
 Gazebo is not run in this repository's tests (it is not installed there); the world
 file is validated with `ign sdf -k`. Another world must hold a diff-drive robot, named
 by `robot`, on /model/<robot>/odometry and /model/<robot>/cmd_vel, its odometry the map
-pose stamped in frame `map` (mission_node does no TF lookup and rejects other frames).
+pose stamped in frame `map` (gazebo.yaml's odometry source does no TF lookup and rejects
+other frames).
 """
 
 from launch import LaunchDescription
@@ -81,7 +83,8 @@ def generate_launch_description() -> LaunchDescription:
     bringup = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(PathJoinSubstitution([share, 'launch',
                                                             'bringup.launch.py'])),
-        launch_arguments={'use_sim_time': 'true'}.items())
+        launch_arguments={'use_sim_time': 'true', 'sources_file': PathJoinSubstitution(
+            [share, 'config', 'sources', 'gazebo.yaml'])}.items())
 
     return LaunchDescription([
         *arguments,

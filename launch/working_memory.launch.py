@@ -7,7 +7,9 @@ transitions (a cleanup and configure to reconfigure it) are the user's. A failed
 configure (bad parameters, bad manifest) leaves the node unconfigured, logged and
 reported as an ERROR on /diagnostics. With `namespace:=robot1` the node is
 /robot1/working_memory, its topics and services below it; the packaged params file
-(keys /**/working_memory) configures it all the same.
+(keys /**/working_memory) configures it all the same. `sources_file:=<file>` gives the
+node typed-topic sources (the robot's own topics as board entries and events, e.g.
+config/sources/nav2.yaml; docs/SOURCES.md).
 
 With `respawn:=true` launch starts the node again when its process ends (a crash,
 an out-of-memory kill), after `respawn_delay` seconds. Launch's lifecycle events
@@ -30,7 +32,7 @@ from lifecycle_msgs.msg import Transition
 
 
 def declare_common_arguments() -> list[DeclareLaunchArgument]:
-    """Return the arguments shared with bringup: namespace, params_file, use_sim_time, respawn."""
+    """Return the arguments shared with bringup: namespace, params_file, sources_file, ..."""
     return [
         DeclareLaunchArgument(
             'namespace', default_value='',
@@ -41,6 +43,11 @@ def declare_common_arguments() -> list[DeclareLaunchArgument]:
                                                 'working_memory.yaml']),
             description='YAML parameter file with the cabin manifests, keyed /**/<node name> '
                         'so that a node in any namespace picks it up'),
+        DeclareLaunchArgument(
+            'sources_file', default_value='',
+            description="YAML file of typed-topic sources: the robot's own topics mapped to "
+                        'board entries and events (e.g. the packaged config/sources/nav2.yaml, '
+                        "docs/SOURCES.md); '' leaves params_file's sources_file as it is"),
         DeclareLaunchArgument(
             'use_sim_time', default_value='false', choices=['true', 'false'],
             description='Run every node on /clock (sim time) instead of the system clock'),
@@ -69,9 +76,12 @@ def change_state(node: LifecycleNode, transition_id: int) -> EmitEvent:
 def node_and_transitions(context) -> list:
     """Return the node and what brings it to active, as `respawn` says."""
     respawn = LaunchConfiguration('respawn').perform(context) == 'true'
+    sources_file = LaunchConfiguration('sources_file').perform(context)
+    # Given, it overrides the params file's; not given, the params file's stands.
+    sources = [{'sources_file': sources_file}] if sources_file else []
     node = LifecycleNode(
         package='working_memory', executable='working_memory_node', name='working_memory',
-        namespace=LaunchConfiguration('namespace'), parameters=common_parameters(),
+        namespace=LaunchConfiguration('namespace'), parameters=[*common_parameters(), *sources],
         output='screen', respawn=respawn,
         respawn_delay=float(LaunchConfiguration('respawn_delay').perform(context)),
         arguments=['--autostart'] if respawn else [])

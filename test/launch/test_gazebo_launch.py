@@ -68,3 +68,21 @@ def test_gazebo_launch_defaults_to_the_packaged_world_and_bridges_its_robot_topi
     assert specs == ['/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock',
                      f'{ODOMETRY_TOPIC}@nav_msgs/msg/Odometry[gz.msgs.Odometry',
                      f'{COMMAND_TOPIC}@geometry_msgs/msg/Twist]gz.msgs.Twist']
+
+
+def test_gazebo_launch_gives_the_working_memory_its_odometry_source():
+    entities = load_description().entities
+    group = next(entity for entity in entities if isinstance(entity, GroupAction))
+    bringup = next(action for action in group.get_sub_entities()
+                   if isinstance(action, IncludeLaunchDescription))
+    context = LaunchContext()
+
+    def text(value):
+        if isinstance(value, str):
+            return value
+        return perform_substitutions(context, value if isinstance(value, (list, tuple))
+                                     else [value])
+    arguments = {text(name): text(value) for name, value in bringup.launch_arguments}
+    sources = pathlib.Path(arguments['sources_file'])
+    assert sources.read_text() == (ROOT / 'config' / 'sources' / 'gazebo.yaml').read_text()
+    assert arguments['use_sim_time'] == 'true'

@@ -1,21 +1,18 @@
-"""The mission node over real DDS: board keys and opening events arrive, pose follows /odom.
+"""The mission node over real DDS: board keys and opening events arrive.
 
 The fixtures (context, add_node, spin_until, namespace) come from test/ros/conftest.py; the
-relative topics (board, log) live in the test's namespace, /odom is remapped into it.
+relative topics (board, log) live in the test's namespace. The pose from /odom is the
+working memory's own source (config/sources/gazebo.yaml, test/ros/test_source_map.py).
 """
-
-import math
 
 import pytest
 import rclpy
-from nav_msgs.msg import Odometry
 from rclpy.parameter import Parameter
 
 from working_memory.core.items import EventKind
 from working_memory.msg import BoardUpdate, LogEvent, Resync, ResyncAnswer
 from working_memory.ros.conversions import board_batch_from_msg, event_from_msg, resync_msg
 from working_memory.ros.qos import ANSWERS_KEPT, latched_qos, stream_qos
-from working_memory.sim.conversions import odometry_msg
 from working_memory.sim.mission_node import MissionNode
 from working_memory.sim.world import WorldConfig, delivery_mission
 
@@ -32,7 +29,6 @@ class Listener:
         self.node.create_subscription(BoardUpdate, 'board', self._on_board, stream_qos())
         self.node.create_subscription(
             LogEvent, 'log', lambda m: self.events.append(event_from_msg(m, 0.0)), stream_qos())
-        self.odom = self.node.create_publisher(Odometry, 'odom', stream_qos(10))
 
     def _on_board(self, msg):
         for entry in board_batch_from_msg(msg, 0.0).entries:
@@ -50,7 +46,6 @@ def start_mission(context, namespace, add_node, spin_until):
         add_node(listener.node)
         add_node(MissionNode(
             namespace=namespace, context=context,
-            cli_args=['--ros-args', '-r', f'/odom:={namespace}/odom'],
             parameter_overrides=[Parameter(name, value=value)
                                  for name, value in parameters.items()]))
         return listener, spin
@@ -104,35 +99,6 @@ def test_a_working_memory_that_starts_later_gets_the_mission_when_it_asks(start_
     assert set(STATIC_KEYS) <= keys
     kinds = {event.kind for answer in answers for event in answer.events}
     assert {LogEvent.GOAL, LogEvent.CONSTRAINT} <= kinds
-
-
-def test_pose_follows_published_odometry(start_mission):
-    listener, spin_until = start_mission()
-    for x, y, yaw in ((3.0, 4.0, 0.5), (6.5, 2.0, -2.0)):
-        odometry = odometry_msg(x, y, yaw, 0.0, 0.0, 0.0, 'map', 'base_link')
-
-        def pose_is_there(x=x):
-            listener.odom.publish(odometry)
-            return any(entry.value['x'] == x for entry in listener.board.get('pose', []))
-        spin_until(pose_is_there)
-        pose = listener.board['pose'][-1]
-        assert (pose.value['x'], pose.value['y']) == (x, y)
-        assert math.isclose(pose.value['yaw'], yaw, abs_tol=1e-9)
-        assert (pose.importance, pose.ttl, pose.tags) == (0.6, 0.5, ('navigation',))
-
-
-def test_odometry_in_another_frame_is_not_taken_as_the_pose(start_mission):
-    listener, spin = start_mission()
-    spin(lambda: 'goal:deliver' in listener.board)
-    wrong = odometry_msg(3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 'robot/odom', 'base_link')
-    right = odometry_msg(1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 'map', 'base_link')
-
-    def right_pose_is_there():
-        listener.odom.publish(wrong)
-        listener.odom.publish(right)
-        return 'pose' in listener.board
-    spin(right_pose_is_there)
-    assert {entry.value['x'] for entry in listener.board['pose']} == {1.0}
 
 
 @pytest.mark.parametrize('parameters, message', [

@@ -17,11 +17,15 @@ from rosidl_runtime_py.convert import message_to_ordereddict
 from sensor_msgs.msg import BatteryState
 
 from working_memory.core.items import EventKind
+from working_memory.ros.memory import build_memory
 from working_memory.ros.source_map import (SourceError, SourceMap, Sources, load_sources,
                                            parse_sources, sources_status)
 from working_memory.ros.sources import describe
+from working_memory.sim.conversions import odometry_msg
+from working_memory.tools.replay import Settings, parameters_in_file
 
-NAV2 = Path(__file__).resolve().parents[2] / 'config' / 'sources' / 'nav2.yaml'
+SHIPPED = Path(__file__).resolve().parents[2] / 'config' / 'sources'
+NAV2 = SHIPPED / 'nav2.yaml'
 
 
 def nav2() -> dict:
@@ -162,3 +166,46 @@ def test_an_unknown_constant_is_refused_naming_the_closest():
                           'when': {'field': 'status', 'in': ['STATUS_ABORTD']}}]}
     with pytest.raises(SourceError, match='did you mean STATUS_ABORTED'):
         parse_sources({'sources': {'nav': source}}, describe)
+
+
+@pytest.mark.parametrize('name', ['nav2.yaml', 'gazebo.yaml'])
+def test_every_shipped_sources_file_validates_against_the_real_types(name):
+    specs = load_sources(str(SHIPPED / name), describe)
+    assert specs and all(spec.board or spec.events for spec in specs)
+
+
+def test_gazebo_odometry_becomes_the_pose_and_another_frame_is_rejected():
+    (odometry,) = load_sources(str(SHIPPED / 'gazebo.yaml'), describe)
+    sources = Sources([odometry])
+    for x, y, yaw in ((3.0, 4.0, 0.5), (6.5, 2.0, -2.0)):
+        conversion = sources.convert('/odom', odometry_msg(x, y, yaw, 0.0, 0.0, 7.0, 'map',
+                                                           'base_link'), 1.0)
+        (pose,) = conversion.entries
+        assert (pose.key, pose.value['x'], pose.value['y']) == ('pose', x, y)
+        assert math.isclose(pose.value['yaw'], yaw, abs_tol=1e-9) and pose.stamp == 7.0
+        assert (pose.importance, pose.ttl, pose.tags) == (0.6, 0.5, ('navigation',))
+    wrong = sources.convert('/odom', odometry_msg(3.0, 4.0, 0.0, 0.0, 0.0, 7.0, 'robot/odom',
+                                                  'base_link'), 1.0)
+    assert not wrong.entries and "'robot/odom' is not 'map'" in wrong.errors[0]
+
+
+def test_with_the_packaged_params_nav2_fills_the_planner_and_monitor_packs():
+    node = '/working_memory'
+    settings = Settings(parameters_in_file(SHIPPED.parents[0] / 'working_memory.yaml', node),
+                        'config/working_memory.yaml', node)
+    memory = build_memory(settings.config, settings.manifests(), 1.0,
+                          load_sources(str(NAV2), describe))
+    goal = PoseStamped()
+    goal.header.frame_id, goal.pose.position.x, goal.pose.orientation.w = 'map', 17.0, 1.0
+    memory.timebase.observe(10.0)   # received at 10 s, as the node observes each receipt
+    for topic, msg in (('/goal_pose', goal), ('/amcl_pose', amcl_msg(stamp=9.5)),
+                       ('/battery_state', BatteryState(percentage=0.5))):
+        conversion = memory.sources.convert(topic, msg, 10.0)
+        assert not conversion.errors
+        memory.take_source(conversion)
+    frame = memory.assembler.assemble(1, 10.0, memory.board, memory.log, memory.grid,
+                                      memory.pose)
+    planner = {item.key for item in frame.packs['planner'].items}
+    assert {'goal:current', 'pose'} <= planner
+    assert 'battery' in {item.key for item in frame.packs['monitor'].items}
+    assert {'/goal_pose', '/amcl_pose', '/battery_state'} <= set(memory.health.received_counts())

@@ -1,4 +1,4 @@
-"""Message conversions only the simulator and the mission node use: /clock, /odom, /cmd_vel, status.
+"""Message conversions only the simulator uses: /clock, /odom, /cmd_vel, status.
 
 The working_memory messages (board, log, map) convert through ros/conversions.py,
 as for every other board owner. Input conversions raise ValueError naming the
@@ -14,19 +14,7 @@ from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
-from working_memory.ros.conversions import (json_field, json_text, pose_from_odometry,
-                                            time_from_seconds)
-
-
-def planar_pose_from_odometry(msg, map_frame: str) -> tuple[float, float, float]:
-    """Return (x [m], y [m], yaw [rad]) of a nav_msgs/Odometry given in `map_frame`."""
-    x, y = pose_from_odometry(msg, map_frame)
-    q = msg.pose.pose.orientation
-    if not all(math.isfinite(c) for c in (q.x, q.y, q.z, q.w)):
-        raise ValueError(f'odom: pose.orientation must be finite, got ({q.x}, {q.y}, {q.z}, {q.w})')
-    # Heading about z of a unit quaternion (roll and pitch are ignored on a planar robot).
-    yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
-    return x, y, yaw
+from working_memory.ros.conversions import json_field, json_text, time_from_seconds
 
 
 def clock_msg(seconds: float) -> Clock:

@@ -1,26 +1,26 @@
 """The mission for a robot that is not the delivery simulator (Gazebo, hardware).
 
 Publishes what sim_world_node publishes as the mission owner: the static board keys
-(goal, high-voltage zone, door), the opening GOAL and CONSTRAINT events, and the
-pose from odometry. Defaults are the delivery world's (working_memory.sim.world).
+(goal, high-voltage zone, door) and the opening GOAL and CONSTRAINT events. The pose
+is no mission's: the working memory takes it from odometry itself (a typed-topic
+source, config/sources/gazebo.yaml). Defaults are the delivery world's
+(working_memory.sim.world).
 """
 
 from __future__ import annotations
 
 import sys
 
-from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.utilities import remove_ros_args
 
 from working_memory.client import BoardWriter, EventLogger
 from working_memory.ros.parameters import declare_double_array, declare_parameters
 from working_memory.ros.params import ParamSpec, ParamType, check_value
-from working_memory.ros.qos import event_log_qos, pose_qos, stream_qos
+from working_memory.ros.qos import event_log_qos, stream_qos
 from working_memory.ros.spin import run_node
 from working_memory.ros.usage import parse_node_options
-from working_memory.sim.conversions import planar_pose_from_odometry
-from working_memory.sim.mission import DOOR_STATES, Mission, polygon_from_flat, pose_entry
+from working_memory.sim.mission import DOOR_STATES, Mission, polygon_from_flat
 from working_memory.sim.world import WorldConfig, delivery_mission
 
 _DELIVERY = delivery_mission(WorldConfig())
@@ -45,9 +45,6 @@ MISSION_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('log_listeners', ParamType.INTEGER, 1,
               'Subscribers of log to wait for before GOAL and CONSTRAINT are logged; 0 logs '
               'them at start', range=(0, 100), read_only=True),
-    ParamSpec('map_frame', ParamType.STRING, 'map',
-              'Frame /odom must be stamped in (or empty): its pose is the map pose, no TF lookup',
-              read_only=True),
 )
 ZONE_PARAM = 'zone_polygon'
 
@@ -61,18 +58,15 @@ def mission_from_values(values, zone_flat) -> Mission:
 
 
 class MissionNode(Node):
-    """Owns the mission's board keys and opening events, and republishes odometry as `pose`.
+    """Owns the mission's board keys and opening events.
 
     ROS Parameters: MISSION_PARAMS (goal_x, goal_y, goal_target, goal_tags, door_x,
-    door_y, door_width, door_state, log_listeners, map_frame) and zone_polygon
+    door_y, door_width, door_state, log_listeners) and zone_polygon
     ([x0, y0, x1, y1, ...] [m]); all read-only, defaults the delivery world's.
-
-    Subscriptions:
-        /odom (nav_msgs/Odometry): pose in map_frame; each message becomes `pose`.
 
     Publishers:
         board (BoardUpdate): goal:deliver, safety:zone/high_voltage, door:main at start
-            and again for each new subscriber; pose {x, y, yaw} (ttl 0.5 s) per odometry.
+            and again for each new subscriber (a working memory's resync).
         log (LogEvent, latched): GOAL and CONSTRAINT once log_listeners subscribers listen.
     """
 
@@ -83,12 +77,10 @@ class MissionNode(Node):
             self, ZONE_PARAM, [c for vertex in _DELIVERY.zone_polygon for c in vertex],
             'High-voltage zone (forbidden) polygon as x0, y0, x1, y1, ... [m]')
         self._mission = mission_from_values(values, zone)
-        self._map_frame = values['map_frame']
         self._log_listeners = values['log_listeners']
         # A restarted working memory asks them for what they hold (client.py writers).
         self._board = BoardWriter(self, qos_profile=stream_qos())
         self._log = EventLogger(self, qos_profile=event_log_qos())
-        self.create_subscription(Odometry, '/odom', self._on_odom, pose_qos())
         now = self._now()
         self._board.put(self._mission.static_entries(now), stamp=now)
         self._start_timer = self.create_timer(START_POLL_S, self._start_when_heard)
@@ -108,22 +100,13 @@ class MissionNode(Node):
         for event in self._mission.start_events(self._now()):
             self._log.put(event)
 
-    def _on_odom(self, msg: Odometry) -> None:
-        try:
-            x, y, yaw = planar_pose_from_odometry(msg, self._map_frame)
-        except ValueError as error:
-            self.get_logger().warning(f'{error}; pose not published', throttle_duration_sec=1.0)
-            return
-        now = self._now()
-        self._board.put([pose_entry(x, y, yaw, now)], stamp=now)
-
 
 USAGE = (
     'The mission for a robot that is not the delivery simulator (Gazebo, hardware): publishes '
     'the goal (goal:deliver), the high-voltage zone (safety:zone/high_voltage) and the door '
     '(door:main) on board, logs the opening GOAL and CONSTRAINT events on log once log_listeners '
-    "subscribers listen, and republishes /odom as the board's pose. The defaults are the "
-    "delivery world's.")
+    'subscribers listen. The working memory takes the pose from /odom itself '
+    "(config/sources/gazebo.yaml). The defaults are the delivery world's.")
 
 
 def main(args: list[str] | None = None) -> int:
