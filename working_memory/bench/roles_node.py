@@ -1,4 +1,4 @@
-"""The processes of the ROS-level benchmark: load, probe, plain baselines, service client.
+"""The processes of the ROS-level benchmark: load, probe, plain baselines, service client, robot.
 
 Run one role per process (`python -m working_memory.bench.roles_node ROLE ...`); the
 orchestrator (`bench/ros_bench.py`) starts them on loopback in a domain of its own and
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pathlib
 import struct
 import sys
 import time
@@ -24,12 +25,13 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
 
+from working_memory.bench import sources
 from working_memory.client import BoardWriter, EventLogger
 from working_memory.core.items import BoardEntry
 from working_memory.core.windows import WINDOWS_KEPT
 from working_memory.msg import BoardUpdate, ContextFrame, LogEvent, MapWindow
 from working_memory.ros import qos
-from working_memory.ros.conversions import board_update_msg, time_from_seconds
+from working_memory.ros.conversions import board_update_msg, log_event_msg, time_from_seconds
 from working_memory.srv import Assemble
 
 FRAME_TOPIC = '/working_memory/frame'
@@ -165,6 +167,44 @@ class Load(Node):
         """Return what was sent and the achieved rate."""
         elapsed = time.monotonic() - self._started
         return {'sent': self._sent, 'elapsed_s': elapsed, 'messages': self.messages}
+
+
+class Robot(Node):
+    """Publish a robot's six source topics at their rates (bench/sources.py), typed or not.
+
+    `as_board`: the same board entries and events, converted here by the same mappings,
+    as BoardUpdate and LogEvent instead (what a converter node would publish).
+    """
+
+    def __init__(self, sources_file: str, as_board: bool):
+        super().__init__('bench_robot')
+        maps = sources.source_maps(pathlib.Path(sources_file))
+        self._as_board = as_board
+        self._board = self.create_publisher(BoardUpdate, 'board', qos.input_qos())
+        self._log = self.create_publisher(LogEvent, 'log', qos.stream_qos())
+        self.sent = {name: 0 for name in maps}
+        for name, source in maps.items():
+            spec = source.spec
+            latched = spec.qos.durability == 'transient_local'
+            publisher = None if as_board else self.create_publisher(
+                type(sources.robot_message(name, 0.0, 0)), spec.topic,
+                qos.latched_qos() if latched else 10)
+            self.create_timer(1.0 / sources.RATES[name],
+                              lambda n=name, m=source, p=publisher: self._publish(n, m, p))
+
+    def _publish(self, name: str, source, publisher) -> None:
+        now = time.time()
+        msg = sources.robot_message(name, now, self.sent[name])
+        self.sent[name] += 1
+        if publisher is not None:
+            publisher.publish(msg)
+            return
+        conversion = source.convert(msg, now)
+        if conversion.entries or conversion.removed_keys:
+            self._board.publish(board_update_msg(conversion.entries, now,
+                                                 conversion.removed_keys))
+        for event in conversion.events:
+            self._log.publish(log_event_msg(event))
 
 
 class Probe(Node):
@@ -399,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one role; write its result as JSON to --out."""
     parser = argparse.ArgumentParser(prog='python -m working_memory.bench.roles_node')
     parser.add_argument('role', choices=['load', 'flood', 'probe', 'plain', 'plain_assemble',
-                                         'capture', 'rtt', 'writers', 'restart_probe'])
+                                         'capture', 'rtt', 'writers', 'restart_probe', 'robot'])
     parser.add_argument('--out', required=True)
     parser.add_argument('--duration', type=float, default=10.0)
     parser.add_argument('--rate', type=float, default=1000.0)
@@ -427,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
                         help='writers: the event window they fill [s]')
     parser.add_argument('--windows', nargs='*', default=[],
                         help="probe: also count these cabins' window topics (bytes)")
+    parser.add_argument('--sources-file', default='', help="robot: the bench's sources file")
+    parser.add_argument('--as-board', action='store_true',
+                        help='robot: publish the converted entries and events instead')
     args = parser.parse_args(argv)
     rclpy.init()
     try:
@@ -464,6 +507,10 @@ def main(argv: list[str] | None = None) -> int:
             node = RestartProbe(FRAME_TOPIC, args.cabin)
             _spin_for(node, args.duration)
             result = {'frames': node.frames}
+        elif args.role == 'robot':
+            node = Robot(args.sources_file, args.as_board)
+            _spin_for(node, args.duration)
+            result = {'sent': node.sent}
         elif args.role == 'capture':
             result = capture(args.frame_file, args.response_prefix, args.service,
                              args.cabins, args.duration, not args.no_window)

@@ -188,7 +188,7 @@ def bulk_config(path: pathlib.Path, items: int) -> pathlib.Path:
 
 # Figure groups, each runnable alone (--only). soak runs only when asked (--soak).
 GROUPS = ('frames10', 'frames100', 'wire', 'flood', 'burst', 'assemble', 'scaling',
-          'board100k', 'restart', 'core')
+          'board100k', 'restart', 'sources', 'core')
 CABINS = ('planner', 'executor', 'monitor')
 SELECTED_ITEMS = (10, 100, 1000, 5000)
 CHANGES_PER_TICK = 10
@@ -679,6 +679,44 @@ def _restart_figures(workdir, env, settings: Settings) -> list[Figure]:
     ]
 
 
+def _robot_cpu(workdir: pathlib.Path, env: dict, settings: Settings, sources_file: pathlib.Path,
+               typed: bool) -> float:
+    """Return the node's CPU [% core] at 100 Hz ticks fed the robot's six topics.
+
+    `typed`: as typed-topic sources (sources_file); else the same entries and events
+    as BoardUpdate and LogEvent.
+    """
+    with Run(workdir, env) as run:
+        overrides = (f'sources_file:={sources_file}',) if typed else ()
+        target = run.start(settings.command(100.0, overrides=overrides))
+        run.role('robot', 'robot.json', '--sources-file', str(sources_file),
+                 *(() if typed else ('--as-board',)),
+                 '--duration', str(settings.settle_s + settings.measure_s + 2))
+        time.sleep(settings.settle_s)
+        cpu_start, started = cpu_seconds(target.pid), time.monotonic()
+        time.sleep(settings.measure_s)
+        return 100 * (cpu_seconds(target.pid) - cpu_start) / (time.monotonic() - started)
+
+
+def _sources_figures(workdir, env, settings: Settings) -> list[Figure]:
+    """Six typed sources at robot rates against the same as BoardUpdates; conversion costs."""
+    from working_memory.bench import sources
+    path = sources.write_sources(workdir / 'sources.yaml')
+    ours, baseline = paired(settings, lambda: _robot_cpu(workdir, env, settings, path, True),
+                            lambda: _robot_cpu(workdir, env, settings, path, False))
+    figures = [Figure('node CPU, 100 Hz ticks, six typed sources at robot rates (target <= '
+                      '1.3x)', '% core', tuple(ours), tuple(baseline),
+                      'the same node fed the equivalent BoardUpdates')]
+    draws = [sources.conversion_costs(path, 20 if settings.quick else 200)
+             for _ in range(settings.repeats)]
+    for name in draws[0]:
+        figures.append(Figure(f'sources: one {name} message converted', 'us',
+                              tuple(draw[name][0] for draw in draws),
+                              tuple(draw[name][1] for draw in draws),
+                              'rosidl message_to_ordereddict'))
+    return figures
+
+
 def rss_mib(pid: int) -> float:
     """Return the resident set size [MiB] of a live process (from /proc)."""
     for line in pathlib.Path(f'/proc/{pid}/status').read_text().splitlines():
@@ -810,6 +848,8 @@ def measure(settings: Settings, domain: int) -> list[Figure]:
             figures += _board100k_figures(workdir, env, settings)
         if 'restart' in groups:
             figures += _restart_figures(workdir, env, settings)
+        if 'sources' in groups:
+            figures += _sources_figures(workdir, env, settings)
         if settings.soak_s > 0:
             figures += _soak_figures(workdir, env, settings)
     if 'core' in groups:

@@ -1,0 +1,120 @@
+"""Benchmark of typed-topic sources: a robot's six topics, typed or as equivalent BoardUpdates.
+
+`make bench-ros` (group `sources`, bench/ros_bench.py) runs the node fed by the `robot`
+role of bench/roles_node.py at robot rates while it ticks at 100 Hz, once with the six
+typed topics as sources and once with the same board entries and events published as
+BoardUpdate and LogEvent (converted here once, by the same mappings), and compares the
+node's CPU. `conversion_costs()` times one message's conversion by source_map beside
+`rosidl_runtime_py.convert.message_to_ordereddict` of the same message.
+"""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import time
+from typing import Any
+
+import yaml
+from action_msgs.msg import GoalStatus, GoalStatusArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
+from nav_msgs.msg import Odometry, Path
+from rosidl_runtime_py.convert import message_to_ordereddict
+from sensor_msgs.msg import BatteryState
+
+from working_memory.ros.conversions import time_from_seconds
+from working_memory.ros.share import share_path
+from working_memory.ros.source_map import SourceMap, load_sources
+from working_memory.ros.sources import describe
+
+NAV2 = share_path('config', 'sources', 'nav2.yaml')
+# (source name in the bench file, topic, rate [Hz]): the issue's robot.
+RATES = {'odometry': 50.0, 'amcl': 10.0, 'plan': 1.0, 'battery': 1.0, 'diagnostics': 1.0,
+         'navigate': 1.0}
+PLAN_POSES = 500
+DIAGNOSTIC_STATUSES = 20
+ODOMETRY_SOURCE = {
+    'topic': '/odom', 'type': 'nav_msgs/msg/Odometry', 'frame': 'map',
+    'board': [{'key': 'odometry', 'importance': 0.4, 'ttl_s': 0.5, 'tags': ['navigation'],
+               'value': {'x': 'pose.pose.position.x', 'y': 'pose.pose.position.y',
+                         'yaw': {'transform': 'yaw', 'field': 'pose.pose.orientation'},
+                         'v': 'twist.twist.linear.x', 'w': 'twist.twist.angular.z'}}]}
+
+
+def write_sources(path: pathlib.Path) -> pathlib.Path:
+    """Write the bench's sources file: nav2.yaml's sources but the goal, and odometry."""
+    document = yaml.safe_load(NAV2.read_text(encoding='utf-8'))
+    sources = {name: body for name, body in document['sources'].items() if name in RATES}
+    sources['odometry'] = ODOMETRY_SOURCE
+    path.write_text(yaml.safe_dump({'sources': sources}), encoding='utf-8')
+    return path
+
+
+def _stamp(msg: Any, seconds: float, frame: str = 'map') -> Any:
+    msg.header.stamp = time_from_seconds(seconds)
+    msg.header.frame_id = frame
+    return msg
+
+
+def robot_message(name: str, now: float, step: int) -> Any:
+    """Return source `name`'s message at time `now` [s], the `step`-th of its topic."""
+    x = 2.0 + 0.01 * step
+    if name == 'odometry':
+        msg = _stamp(Odometry(child_frame_id='base_link'), now)
+        msg.pose.pose.position.x, msg.pose.pose.position.y = x, 6.0
+        msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = math.sin(0.1), math.cos(0.1)
+        msg.twist.twist.linear.x = 0.5
+        return msg
+    if name == 'amcl':
+        msg = _stamp(PoseWithCovarianceStamped(), now)
+        msg.pose.pose.position.x, msg.pose.pose.position.y = x, 6.0
+        msg.pose.pose.orientation.w = 1.0
+        return msg
+    if name == 'plan':
+        msg = _stamp(Path(), now)
+        msg.poses = [_stamp(PoseStamped(), now) for _ in range(PLAN_POSES)]
+        for index, pose in enumerate(msg.poses):
+            pose.pose.position.x, pose.pose.position.y = x + 0.03 * index, 6.0
+        return msg
+    if name == 'battery':
+        return _stamp(BatteryState(percentage=0.9 - 0.001 * step, voltage=24.0,
+                                   power_supply_status=2), now, '')
+    if name == 'diagnostics':
+        return _stamp(DiagnosticArray(status=[
+            DiagnosticStatus(name=f'robot: sensor {index}', level=DiagnosticStatus.OK,
+                             message='ok', hardware_id=f'hw{index}',
+                             values=[KeyValue(key='rate', value='10.0')])
+            for index in range(DIAGNOSTIC_STATUSES)]), now, '')
+    msg = GoalStatusArray(status_list=[GoalStatus(status=GoalStatus.STATUS_EXECUTING)])
+    msg.status_list[0].goal_info.goal_id.uuid[0] = 1
+    msg.status_list[0].goal_info.stamp = time_from_seconds(now)
+    return msg
+
+
+def source_maps(path: pathlib.Path) -> dict[str, SourceMap]:
+    """Return the bench file's sources by name, ready to convert."""
+    return {spec.name: SourceMap(spec) for spec in load_sources(str(path), describe)}
+
+
+def conversion_costs(path: pathlib.Path, turns: int = 200) -> dict[str, tuple[float, float]]:
+    """Return {source: (source_map's conversion [us], message_to_ordereddict [us])} per message.
+
+    Each the best of three runs of `turns` conversions of the same message.
+    """
+    costs = {}
+    for name, source in source_maps(path).items():
+        msg = robot_message(name, 100.0, 0)
+        costs[name] = (_best_us(lambda: source.convert(msg, 100.0), turns),
+                       _best_us(lambda: message_to_ordereddict(msg), turns))
+    return costs
+
+
+def _best_us(call, turns: int) -> float:
+    best = math.inf
+    for _ in range(3):
+        started = time.perf_counter()
+        for _ in range(turns):
+            call()
+        best = min(best, (time.perf_counter() - started) / turns)
+    return best * 1e6
