@@ -11,7 +11,8 @@ bytes per tick (frames + window topics) with map windows by reference beside inl
 CPU at 100 Hz ticks + 1 kHz board updates; late frames at 100 Hz under that load (the
 ros2-performance rule: interval > period + min(0.2 period, 5 ms)); board messages taken
 per second under a flood while ticking at 100 Hz; `~/assemble` round trip, planner and
-monitor packs.
+monitor packs; node CPU fed a robot's six typed topics as sources against the equivalent
+BoardUpdates (bench/sources.py).
 """
 
 from __future__ import annotations
