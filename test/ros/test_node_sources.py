@@ -11,27 +11,29 @@ from pathlib import Path
 from action_msgs.msg import GoalStatus, GoalStatusArray
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
-from nav_msgs.msg import Path as PathMsg
+from nav_msgs.msg import Odometry, Path as PathMsg
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import BatteryState
 
 from working_memory.msg import LogEvent
+from working_memory.sim.conversions import odometry_msg
 from working_memory.tools.recorder_node import RecorderNode
 from working_memory.tools.recording import load_run
 from working_memory.tools.replay import Settings, agreement
 
 NAV2 = Path(__file__).resolve().parents[2] / 'config' / 'sources' / 'nav2.yaml'
+GAZEBO = NAV2.with_name('gazebo.yaml')
 SOURCES = {'cabins.planner.board_keys': ['goal:*', 'pose', 'route', 'battery'],
            'cabins.executor.board_keys': ['action:*', 'pose', 'battery'],
            'cabins.planner.events.kinds': ['CONSTRAINT', 'FAILURE', 'ACTION', 'ALARM']}
 
 
-def relative_nav2(tmp_path) -> str:
-    """Write nav2.yaml with its topics relative (in the test's namespace); return its path."""
-    path = tmp_path / 'nav2.yaml'
-    path.write_text(NAV2.read_text().replace('topic: /', 'topic: '))
+def relative_nav2(tmp_path, shipped: Path = NAV2) -> str:
+    """Write a shipped file with its topics relative (in the test's namespace); its path."""
+    path = tmp_path / shipped.name
+    path.write_text(shipped.read_text().replace('topic: /', 'topic: '))
     return str(path)
 
 
@@ -221,3 +223,21 @@ def test_replay_agrees_on_every_tick_of_a_run_fed_by_sources(start_memory, tmp_p
     settings = Settings(values, 'the node', f'{namespace}/working_memory')
     result = agreement(run, settings)
     assert result.ticks > 10 and result.agreeing == result.ticks, result.mismatches[:2]
+
+
+def test_gazebo_odometry_at_50_hz_is_the_packs_pose(start_memory, tmp_path):
+    node, probe = start_memory({'sources_file': relative_nav2(tmp_path, GAZEBO)})
+    odometry = probe.node.create_publisher(Odometry, 'odom', 10)
+    probe.wait_matched(odometry)
+    state = {'x': 2.0}
+
+    def drive():
+        state['x'] += 0.01
+        now = node.get_clock().now().nanoseconds * 1e-9
+        odometry.publish(odometry_msg(state['x'], 6.0, 0.3, 0.5, 0.0, now, 'map', 'base_link'))
+
+    timer = probe.node.create_timer(0.02, drive)
+    frame = probe.wait_frame(lambda f: pack_items(f, 'executor').get('pose', {}).get('x', 0) > 2.1)
+    probe.node.destroy_timer(timer)
+    pose = pack_items(frame, 'executor')['pose']
+    assert pose['y'] == 6.0 and math.isclose(pose['yaw'], 0.3, abs_tol=1e-9)

@@ -209,3 +209,19 @@ def test_with_the_packaged_params_nav2_fills_the_planner_and_monitor_packs():
     assert {'goal:current', 'pose'} <= planner
     assert 'battery' in {item.key for item in frame.packs['monitor'].items}
     assert {'/goal_pose', '/amcl_pose', '/battery_state'} <= set(memory.health.received_counts())
+
+
+def test_the_bench_robots_messages_convert_whole_under_the_bench_sources(tmp_path):
+    from working_memory.bench.ros_bench import SOURCE_RATES, write_sources
+    from working_memory.bench.sources import robot_message, source_maps
+    maps = source_maps(write_sources(tmp_path / 'sources.yaml'))
+    assert set(maps) == set(SOURCE_RATES)
+    outputs = {}
+    for name, source in maps.items():
+        conversion = source.convert(robot_message(name, 100.0, 3), 100.0)
+        assert not conversion.errors, name
+        outputs[name] = [entry.key for entry in conversion.entries] + [
+            event.kind.value for event in conversion.events]
+    # Diagnostics all OK: no event; the goal executing: one ACTION.
+    assert outputs == {'amcl': ['pose'], 'plan': ['route'], 'battery': ['battery'],
+                       'diagnostics': [], 'navigate': ['ACTION'], 'odometry': ['odometry']}

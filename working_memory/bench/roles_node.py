@@ -26,6 +26,7 @@ from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
 
 from working_memory.bench import sources
+from working_memory.bench.ros_bench import SOURCE_RATES
 from working_memory.client import BoardWriter, EventLogger
 from working_memory.core.items import BoardEntry
 from working_memory.core.windows import WINDOWS_KEPT
@@ -189,7 +190,7 @@ class Robot(Node):
             publisher = None if as_board else self.create_publisher(
                 type(sources.robot_message(name, 0.0, 0)), spec.topic,
                 qos.latched_qos() if latched else 10)
-            self.create_timer(1.0 / sources.RATES[name],
+            self.create_timer(1.0 / SOURCE_RATES[name],
                               lambda n=name, m=source, p=publisher: self._publish(n, m, p))
 
     def _publish(self, name: str, source, publisher) -> None:
@@ -439,7 +440,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run one role; write its result as JSON to --out."""
     parser = argparse.ArgumentParser(prog='python -m working_memory.bench.roles_node')
     parser.add_argument('role', choices=['load', 'flood', 'probe', 'plain', 'plain_assemble',
-                                         'capture', 'rtt', 'writers', 'restart_probe', 'robot'])
+                                         'capture', 'rtt', 'writers', 'restart_probe', 'robot',
+                                         'convert'])
     parser.add_argument('--out', required=True)
     parser.add_argument('--duration', type=float, default=10.0)
     parser.add_argument('--rate', type=float, default=1000.0)
@@ -467,7 +469,8 @@ def main(argv: list[str] | None = None) -> int:
                         help='writers: the event window they fill [s]')
     parser.add_argument('--windows', nargs='*', default=[],
                         help="probe: also count these cabins' window topics (bytes)")
-    parser.add_argument('--sources-file', default='', help="robot: the bench's sources file")
+    parser.add_argument('--sources-file', default='',
+                        help="robot, convert: the bench's sources file")
     parser.add_argument('--as-board', action='store_true',
                         help='robot: publish the converted entries and events instead')
     args = parser.parse_args(argv)
@@ -511,6 +514,8 @@ def main(argv: list[str] | None = None) -> int:
             node = Robot(args.sources_file, args.as_board)
             _spin_for(node, args.duration)
             result = {'sent': node.sent}
+        elif args.role == 'convert':
+            result = sources.conversion_costs(pathlib.Path(args.sources_file), args.calls)
         elif args.role == 'capture':
             result = capture(args.frame_file, args.response_prefix, args.service,
                              args.cabins, args.duration, not args.no_window)

@@ -31,8 +31,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import yaml
 
 from working_memory.bench.profile import format_profile, parse_raw
+from working_memory.ros.share import share_path
 
 CONFIG = pathlib.Path(__file__).resolve().parents[2] / 'config' / 'working_memory.yaml'
 # -P: the installed package (with its generated msg/srv), not the source tree in the cwd.
@@ -205,6 +207,30 @@ RECOVERY_WINDOW_S = 0.5         # [s] a window at >= 90 % of the nominal tick ra
 SOAK_KEYS = 1000                # live sensor keys in the soak (the monitor selects them)
 P99_FRAMES = 500                # frames per repetition at least, for the latency figures
 LATE_FRAMES = 1500              # frames per repetition, for the late-frames share (<= 1 min)
+
+
+# The sources group's robot (bench/sources.py): its topics' rates [Hz] by source name.
+SOURCE_RATES = {'odometry': 50.0, 'amcl': 10.0, 'plan': 1.0, 'battery': 1.0, 'diagnostics': 1.0,
+                'navigate': 1.0}
+PLAN_POSES = 500
+DIAGNOSTIC_STATUSES = 20
+NAV2_SOURCES = share_path('config', 'sources', 'nav2.yaml')
+ODOMETRY_SOURCE = {
+    'topic': '/odom', 'type': 'nav_msgs/msg/Odometry', 'frame': 'map',
+    'board': [{'key': 'odometry', 'importance': 0.4, 'ttl_s': 0.5, 'tags': ['navigation'],
+               'value': {'x': 'pose.pose.position.x', 'y': 'pose.pose.position.y',
+                         'yaw': {'transform': 'yaw', 'field': 'pose.pose.orientation'},
+                         'v': 'twist.twist.linear.x', 'w': 'twist.twist.angular.z'}}]}
+
+
+def write_sources(path: pathlib.Path) -> pathlib.Path:
+    """Write the sources group's file: nav2.yaml's sources but the goal, and odometry."""
+    document = yaml.safe_load(NAV2_SOURCES.read_text(encoding='utf-8'))
+    sources = {name: body for name, body in document['sources'].items()
+               if name in SOURCE_RATES}
+    sources['odometry'] = ODOMETRY_SOURCE
+    path.write_text(yaml.safe_dump({'sources': sources}), encoding='utf-8')
+    return path
 
 
 @dataclass
@@ -701,15 +727,18 @@ def _robot_cpu(workdir: pathlib.Path, env: dict, settings: Settings, sources_fil
 
 def _sources_figures(workdir, env, settings: Settings) -> list[Figure]:
     """Six typed sources at robot rates against the same as BoardUpdates; conversion costs."""
-    from working_memory.bench import sources
-    path = sources.write_sources(workdir / 'sources.yaml')
+    path = write_sources(workdir / 'sources.yaml')
     ours, baseline = paired(settings, lambda: _robot_cpu(workdir, env, settings, path, True),
                             lambda: _robot_cpu(workdir, env, settings, path, False))
     figures = [Figure('node CPU, 100 Hz ticks, six typed sources at robot rates (target <= '
                       '1.3x)', '% core', tuple(ours), tuple(baseline),
                       'the same node fed the equivalent BoardUpdates')]
-    draws = [sources.conversion_costs(path, 20 if settings.quick else 200)
-             for _ in range(settings.repeats)]
+    draws = []
+    for _ in range(settings.repeats):
+        with Run(workdir, env) as run:
+            costs = run.role('convert', 'convert.json', '--sources-file', str(path),
+                             '--calls', '20' if settings.quick else '200')
+            draws.append(run.result(costs, 'convert.json', 120))
     for name in draws[0]:
         figures.append(Figure(f'sources: one {name} message converted', 'us',
                               tuple(draw[name][0] for draw in draws),

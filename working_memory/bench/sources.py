@@ -1,11 +1,12 @@
 """Benchmark of typed-topic sources: a robot's six topics, typed or as equivalent BoardUpdates.
 
-`make bench-ros` (group `sources`, bench/ros_bench.py) runs the node fed by the `robot`
-role of bench/roles_node.py at robot rates while it ticks at 100 Hz, once with the six
-typed topics as sources and once with the same board entries and events published as
-BoardUpdate and LogEvent (converted here once, by the same mappings), and compares the
-node's CPU. `conversion_costs()` times one message's conversion by source_map beside
-`rosidl_runtime_py.convert.message_to_ordereddict` of the same message.
+`make bench-ros` (group `sources`, bench/ros_bench.py, which writes the sources file) runs
+the node fed by the `robot` role of bench/roles_node.py at robot rates while it ticks at
+100 Hz, once with the six typed topics as sources and once with the same board entries and
+events published as BoardUpdate and LogEvent (converted in the robot's process, by the same
+mappings), and compares the node's CPU. `conversion_costs()` (the `convert` role) times one
+message's conversion by source_map beside `rosidl_runtime_py.convert.message_to_ordereddict`
+of the same message.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import pathlib
 import time
 from typing import Any
 
-import yaml
 from action_msgs.msg import GoalStatus, GoalStatusArray
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
@@ -23,32 +23,10 @@ from nav_msgs.msg import Odometry, Path
 from rosidl_runtime_py.convert import message_to_ordereddict
 from sensor_msgs.msg import BatteryState
 
+from working_memory.bench.ros_bench import DIAGNOSTIC_STATUSES, PLAN_POSES
 from working_memory.ros.conversions import time_from_seconds
-from working_memory.ros.share import share_path
 from working_memory.ros.source_map import SourceMap, load_sources
 from working_memory.ros.sources import describe
-
-NAV2 = share_path('config', 'sources', 'nav2.yaml')
-# (source name in the bench file, topic, rate [Hz]): the issue's robot.
-RATES = {'odometry': 50.0, 'amcl': 10.0, 'plan': 1.0, 'battery': 1.0, 'diagnostics': 1.0,
-         'navigate': 1.0}
-PLAN_POSES = 500
-DIAGNOSTIC_STATUSES = 20
-ODOMETRY_SOURCE = {
-    'topic': '/odom', 'type': 'nav_msgs/msg/Odometry', 'frame': 'map',
-    'board': [{'key': 'odometry', 'importance': 0.4, 'ttl_s': 0.5, 'tags': ['navigation'],
-               'value': {'x': 'pose.pose.position.x', 'y': 'pose.pose.position.y',
-                         'yaw': {'transform': 'yaw', 'field': 'pose.pose.orientation'},
-                         'v': 'twist.twist.linear.x', 'w': 'twist.twist.angular.z'}}]}
-
-
-def write_sources(path: pathlib.Path) -> pathlib.Path:
-    """Write the bench's sources file: nav2.yaml's sources but the goal, and odometry."""
-    document = yaml.safe_load(NAV2.read_text(encoding='utf-8'))
-    sources = {name: body for name, body in document['sources'].items() if name in RATES}
-    sources['odometry'] = ODOMETRY_SOURCE
-    path.write_text(yaml.safe_dump({'sources': sources}), encoding='utf-8')
-    return path
 
 
 def _stamp(msg: Any, seconds: float, frame: str = 'map') -> Any:

@@ -146,8 +146,8 @@ class WorkingMemoryNode(LifecycleNode):
             self.get_logger().warning(
                 f'pose_source {config.pose_source}: the {pose_topic(config)} topic places '
                 f'the map windows; {", ".join(requiring)} require the board key '
-                f'{config.pose_key!r}, which only the board gives (publish it there, as '
-                f'mission_node does, or leave it out of required)')
+                f'{config.pose_key!r}, which only the board gives (map the topic to it as a '
+                f'source, sources_file, or leave it out of required)')
         return super().on_configure(state)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
