@@ -41,7 +41,7 @@ from working_memory.ros.memory import (ANSWER_TOPIC, Memory, REQUEST_TOPIC, buil
 from working_memory.ros.parameters import NodeParameters, changed
 from working_memory.ros.params import NodeConfig
 from working_memory.ros.source_map import load_sources
-from working_memory.ros.sources import SourceTopics, describe
+from working_memory.ros.sources import describe, subscribe_sources
 from working_memory.ros.spin import run_node
 from working_memory.ros.ticking import EXECUTORS, Intake, TickTimer, make_executor
 from working_memory.ros.views import Views
@@ -67,7 +67,8 @@ class WorkingMemoryNode(LifecycleNode):
         `board` (BoardUpdate), `map` (nav_msgs/OccupancyGrid, latched), `log` (LogEvent),
         `odom` (nav_msgs/Odometry) or `pose` (geometry_msgs/PoseStamped) per `pose_source`,
         `trigger_topic` (std_msgs/Empty) when set; each source's topic of `sources_file`
-        (its own message type, ros/sources.py), mapped to board entries and events.
+        (its own message type, ros/sources.py; taken as `board` and `log` are), mapped to
+        board entries and events.
         Inputs are taken while inactive too: the board mirror must not miss a change
         while the node is paused. `board` and `log`
         belong to the helper node `<name>_inputs` and are taken in batches (ros/ticking.py
@@ -98,7 +99,6 @@ class WorkingMemoryNode(LifecycleNode):
         self._jump_handle: JumpHandle | None = None
         self._ticker: TickTimer | None = None   # while active, unless a trigger topic ticks
         self._intake: Intake | None = None      # board and log, while configured
-        self._sources: SourceTopics | None = None   # typed-topic sources, while configured
         self._frame_pub = self._evictions_pub = self._resync_pub = None
         self._ask: Resync | None = None   # the resync request of this configure
         # Why the node is unconfigured (a failed configure, an error), for /diagnostics.
@@ -250,9 +250,8 @@ class WorkingMemoryNode(LifecycleNode):
     def _create_sources(self, events: tuple) -> None:
         """Subscribe to the typed-topic sources (sources_file), each with its own type."""
         specs = [source.spec for source in self._memory.sources.maps.values()]
-        if specs:
-            self._sources = SourceTopics(self, specs, self._on_source,
-                                         lambda topic: qos.input_events(topic, *events))
+        subscribe_sources(self._intake, self, specs, self._on_source,
+                          lambda topic: qos.input_events(topic, *events))
 
     def _release(self) -> None:
         """Stop ticking, destroy every entity created in configure and drop the core state."""
@@ -267,9 +266,6 @@ class WorkingMemoryNode(LifecycleNode):
         if self._intake is not None:
             self._intake.destroy()
             self._intake = None
-        if self._sources is not None:
-            self._sources.destroy()
-            self._sources = None
         for publisher in (self._frame_pub, self._evictions_pub):
             if publisher is not None:
                 self.destroy_lifecycle_publisher(publisher)
@@ -480,10 +476,9 @@ class WorkingMemoryNode(LifecycleNode):
         memory.take_answer(answer)
         memory.resync.heard(conv.publication(info)[0])
 
-    def _on_source(self, topic: str, msg: Any) -> None:
+    def _on_source(self, topic: str, msg: Any, info: dict) -> None:
         """Map a source's message (ros/source_map.py) onto the board and the log."""
-        self._tick_if_due()
-        memory, now = self._received(topic)
+        memory, now = self._received(topic, info)
         conversion = memory.sources.convert(topic, msg, now)
         for error in conversion.errors:
             self._reject(topic, error)

@@ -1,8 +1,8 @@
 """Typed-topic sources' ROS face: message types by name, their subscriptions and QoS.
 
 The conversion is `ros/source_map.py` (pure, shared with the offline replay); this
-module resolves the types with rosidl_runtime_py and subscribes the node to each
-source's topic, handing every message to the node's callback as it comes.
+module resolves the types with rosidl_runtime_py and subscribes the node's intake
+(ros/ticking.py `Intake`, as `board` and `log`) to each source's topic.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any, Callable, Iterable
 from rclpy.exceptions import InvalidTopicNameException
 from rclpy.lifecycle import LifecycleNode
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.subscription import Subscription
 from rosidl_runtime_py.utilities import get_message
 
 from working_memory.core.checks import did_you_mean
 from working_memory.ros.source_map import FieldType, SourceSpec, TypeInfo
+from working_memory.ros.ticking import Intake
 
 _SEQUENCE = re.compile(r'sequence<(.+?)(?:, ?\d+)?>')
 _ARRAY = re.compile(r'(.+)\[\d*\]')
@@ -87,27 +87,19 @@ def source_qos(node: LifecycleNode, spec: SourceSpec) -> QoSProfile:
                       durability=DurabilityPolicy[durability.upper()])
 
 
-class SourceTopics:
-    """The node's subscriptions to its sources' topics, each message to `on_message`."""
+def subscribe_sources(intake: Intake, node: LifecycleNode, specs: Iterable[SourceSpec],
+                      on_message: Callable[[str, Any, dict], None],
+                      event_callbacks: Callable[[str], Any]) -> None:
+    """Subscribe to each source's topic on `intake`, handing `on_message(topic, msg, info)`.
 
-    def __init__(self, node: LifecycleNode, specs: Iterable[SourceSpec],
-                 on_message: Callable[[str, Any], None],
-                 event_callbacks: Callable[[str], Any]):
-        """Subscribe `node` to each source; `event_callbacks(topic)` gives its QoS events."""
-        self._node = node
-        self.subscriptions: list[Subscription] = []
-        for spec in specs:
-            try:
-                self.subscriptions.append(node.create_subscription(
-                    message_type(spec.type), spec.topic,
-                    lambda msg, topic=spec.topic: on_message(topic, msg),
-                    source_qos(node, spec), event_callbacks=event_callbacks(spec.topic)))
-            except InvalidTopicNameException as error:
-                self.destroy()
-                raise ValueError(f'sources.{spec.name}.topic: {error}') from None
-
-    def destroy(self) -> None:
-        """Destroy the subscriptions."""
-        for subscription in self.subscriptions:
-            self._node.destroy_subscription(subscription)
-        self.subscriptions.clear()
+    As `board` and `log`: taken in batches before each tick and between ticks, so a
+    50 Hz odometry does not wake the node 50 times a second; `info` counts lost messages.
+    `event_callbacks(topic)` gives a topic's QoS event callbacks.
+    """
+    for spec in specs:
+        try:
+            intake.subscribe(message_type(spec.type), spec.topic,
+                             lambda msg, info, topic=spec.topic: on_message(topic, msg, info),
+                             source_qos(node, spec), event_callbacks(spec.topic))
+        except InvalidTopicNameException as error:
+            raise ValueError(f'sources.{spec.name}.topic: {error}') from None
