@@ -170,6 +170,9 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float,
     if config.trigger_topic:
         inputs[config.trigger_topic] = None
     for spec in sources:
+        if spec.topic in inputs:
+            raise ValueError(f'sources_file: sources.{spec.name}.topic {spec.topic} is an '
+                             'input of the node already; a source needs a topic of its own')
         inputs[spec.topic] = None
     # Board and log place stamps on the working set's timeline: one timeline for all.
     timebase = working_set.timebase
@@ -180,6 +183,20 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float,
                   frames=FrameStore(config.frames_kept),
                   health=Health(inputs, timebase.observe(now)),
                   resync=Resync(now, config.resync_timeout_s), sources=Sources(sources))
+
+
+def check_distinct_inputs(resolved: dict[str, str]) -> None:
+    """Raise ValueError when two inputs ({topic as given: resolved}) are one topic.
+
+    A source on `map`, `board` or another source's topic would be counted as one input
+    and taken twice.
+    """
+    seen: dict[str, str] = {}
+    for topic, name in resolved.items():
+        if name in seen:
+            raise ValueError(f'sources_file: topic {topic} is {name}, an input of the node '
+                             f'already ({seen[name]}); a source needs a topic of its own')
+        seen[name] = topic
 
 
 def tick_description(config: NodeConfig) -> str:

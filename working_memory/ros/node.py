@@ -36,8 +36,8 @@ from working_memory.ros import qos
 from working_memory.ros.diagnostics import Status, lifecycle_status
 from working_memory.ros.diagnostics_topic import DiagnosticsTopic
 from working_memory.ros.memory import (ANSWER_TOPIC, Memory, REQUEST_TOPIC, build_memory,
-                                       event_window_s, pose_requirers, pose_topic,
-                                       tick_description)
+                                       check_distinct_inputs, event_window_s, pose_requirers,
+                                       pose_topic, tick_description)
 from working_memory.ros.parameters import NodeParameters, changed
 from working_memory.ros.params import NodeConfig
 from working_memory.ros.source_map import load_sources
@@ -123,6 +123,8 @@ class WorkingMemoryNode(LifecycleNode):
             sources = load_sources(config.sources_file, describe) if config.sources_file else ()
             self._memory = build_memory(config, manifests, self._now(), sources)
             self._output = conv.FrameOutput()
+            # Before subscribing: one topic under two types fails in the middleware.
+            check_distinct_inputs(self._resolved_inputs())
             self._create_entities(config)
             self._memory.resolved_names = {topic: self.resolve_topic_name(topic)
                                            for topic in self._memory.health.received_counts()}
@@ -246,6 +248,16 @@ class WorkingMemoryNode(LifecycleNode):
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
                           on_clock_change=True),
             post_callback=self._on_clock_jump)
+
+    def _resolved_inputs(self) -> dict[str, str]:
+        """Return {input topic: resolved name}; a name that is no topic is left to its entity."""
+        resolved = {}
+        for topic in self._memory.health.received_counts():
+            try:
+                resolved[topic] = self.resolve_topic_name(topic)
+            except InvalidTopicNameException:
+                continue
+        return resolved
 
     def _create_sources(self, events: tuple) -> None:
         """Subscribe to the typed-topic sources (sources_file), each with its own type."""
