@@ -76,7 +76,7 @@ def change_state(node: LifecycleNode, transition_id: int) -> EmitEvent:
 def node_and_transitions(context) -> list:
     """Return the node and what brings it to active, as `respawn` says."""
     respawn = LaunchConfiguration('respawn').perform(context) == 'true'
-    sources_file = LaunchConfiguration('sources_file').perform(context)
+    sources_file = LaunchConfiguration('sources_file', default='').perform(context)
     # Given, it overrides the params file's; not given, the params file's stands.
     sources = [{'sources_file': sources_file}] if sources_file else []
     node = LifecycleNode(
