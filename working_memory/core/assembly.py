@@ -37,7 +37,7 @@ from working_memory.core.frames import (DIGEST_EQUAL, DIGEST_SAME, Frame,
                                         freeze_window, make_frame, make_pack)
 from working_memory.core.gridmap import GridMap, MapWindow, as_point
 from working_memory.core.items import (BoardEntry, EVENT_ITEM_PREFIX, Event, EventKind, Missing,
-                                       MissingReason, Source)
+                                       MissingReason, MissingSummary, Source)
 from working_memory.core.manifest import (
     ALL_KINDS, BOARD_PREFIX, EVENTS_PREFIX, MAP, Manifest, is_glob)
 from working_memory.core.selection import CabinBoard, filtered, stale_note, tags_pass
@@ -89,7 +89,8 @@ class _Selection:
     events: dict[str, Event] = field(default_factory=dict)  # item key -> event, oldest first
     touched: set[str] = field(default_factory=set)  # board keys whose selection changed
     stale: Mapping[str, None] = field(default_factory=dict)   # read only
-    stale_notes: tuple[Missing, ...] = ()                  # their notes, sorted by key
+    stale_notes: tuple[Missing, ...] = ()   # the notes listed of them, sorted by key
+    summaries: tuple[MissingSummary, ...] = ()   # the stale keys of each glob, counted
     withheld: list[str] = field(default_factory=list)  # keys removed by injected drops
     # Selected but not served, per key: board keys and event items kept apart for required
     # globs. The cabin's board notes (read only, and sorted by key) are kept across ticks; the
@@ -318,7 +319,8 @@ class Assembler:
         selection.board_sorted = cabin.served_sorted
         selection.touched = cabin.take_touched()
         selection.stale = cabin.stale
-        selection.stale_notes = cabin.stale_sorted
+        selection.stale_notes = cabin.stale_listed
+        selection.summaries = cabin.summaries
         positions = self._positions
         selection.withheld = sorted(cabin.withheld, key=positions.__getitem__)
         selection.board_absent = cabin.absent
@@ -580,10 +582,11 @@ class Assembler:
             if changed_positions(steady.items, found, DIGEST_SAME, DIGEST_EQUAL):
                 pack = make_pack(name, tick, stamp, found, last.events, last.map_window,
                                  last.missing, last.absent, effective=now,
-                                 encodings=self._encodings)
+                                 encodings=self._encodings, summaries=last.summaries)
             else:
                 pack = Pack(name, tick, stamp, tuple(found), last.events, last.map_window,
-                            last.missing, last.absent, last.digest, now)
+                            last.missing, last.absent, last.digest, now,
+                            summaries=last.summaries)
                 self._encodings.carry(name)
             steady.items, steady.pack = found, pack
             self._steady[name] = steady
@@ -613,7 +616,7 @@ class Assembler:
         pack = make_pack(name, tick, stamp, items, events, selection.map_window, missing,
                          absent_sorted, effective=now,
                          readmitted=sorted(returned, key=lambda r: r.key),
-                         encodings=self._encodings)
+                         encodings=self._encodings, summaries=selection.summaries)
         self._missing_kept[name] = pack.missing
         # Kept only when nothing in it comes from outside the selection: no evicted item or
         # event, no readmission, no text of the log's latest events. (Stale keys' notes are
