@@ -60,3 +60,8 @@ def test_fifty_thousand_stale_readings_leave_frames_under_the_bound_and_explaine
     answer = probe.explain('planner', key, frame.tick)
     assert answer.success and (answer.present, answer.reason) == (False, 'STALE')
     assert answer.detail.startswith('stale: its ttl of 1.0 s ran out')
+    # /diagnostics tells the mirror's size, and the missing status the readings counted.
+    board = probe.status('board', lambda s: probe.values(s)['keys'] == str(READINGS + 2))
+    assert 'growth_keys_per_s' in probe.values(board)
+    missing = probe.status('missing', lambda s: 'planner.counted' in probe.values(s))
+    assert probe.values(missing)['planner.counted'] == f'reading:*: {READINGS} STALE'

@@ -16,7 +16,7 @@ from working_memory.core.frames import Frame, FrameStore
 from working_memory.core.gridmap import GridMap
 from working_memory.core.manifest import Manifest
 from working_memory.core.timebase import TimeBase
-from working_memory.ros.diagnostics import CapacityUse, Health, Status
+from working_memory.ros.diagnostics import BoardGrowth, CapacityUse, Health, Status
 from working_memory.ros.inputs import POSE_TOPICS
 from working_memory.ros.params import NodeConfig
 
@@ -41,6 +41,8 @@ class Memory:
     pending_evictions: list[EvictionRecord] = field(default_factory=list)
     # Input topics by their resolved names, for the frame's receipts (set with the entities).
     resolved_names: dict[str, str] = field(default_factory=dict)
+    # The board mirror's size and growth, and the key prefixes that pile up (/diagnostics).
+    growth: BoardGrowth = field(default_factory=BoardGrowth)
 
     def receipts(self) -> dict[str, int]:
         """Return {resolved input topic: messages received so far}, for the frame's receipts."""
@@ -82,10 +84,12 @@ class Memory:
         working_set = self.working_set
         use = CapacityUse(len(working_set), working_set.capacity, working_set.size_bytes,
                           working_set.size_budget, working_set.capacity_alarm)
-        return self.health.statuses(
+        return [*self.health.statuses(
             effective, epoch=self.timebase.epoch, capacity=use,
             missing={cabin: pack.missing for cabin, pack in frame.packs.items()},
-            stale_check=self.config.stale_check)
+            stale_check=self.config.stale_check,
+            counted={cabin: pack.summaries for cabin, pack in frame.packs.items()}),
+            self.growth.status(effective, len(self.board), self.board.growth())]
 
     @property
     def timebase(self) -> TimeBase:
