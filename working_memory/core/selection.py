@@ -211,6 +211,7 @@ class CabinBoard:
         self._listing: tuple[int, tuple[Missing, ...], tuple[MissingSummary, ...]] | None = None
         self.withheld: dict[str, None] = {}
         self.touched: set[str] = set()
+        self.went_stale: set[str] = set()
         self.version = 0
         # Entries tags.from_goal names (the goal tags extend the include filter).
         self._goals: dict[str, BoardEntry] = {}
@@ -347,6 +348,11 @@ class CabinBoard:
         """Return the keys touched since the last call, and start a new set."""
         touched, self.touched = self.touched, set()
         return touched
+
+    def take_went_stale(self) -> set[str]:
+        """Return the keys that went stale since the last call (all after a start over)."""
+        went, self.went_stale = self.went_stale, set()
+        return went
 
     def _start_over(self, mirror: Mapping[str, BoardEntry], include: frozenset[str],
                     now: float) -> None:
@@ -520,6 +526,7 @@ class CabinBoard:
 
     def _stale(self, note: Missing, entry: BoardEntry, sort: bool = True) -> None:
         key = note.key
+        self.went_stale.add(key)
         glob = self.stale[key] = self._glob_of(key)
         self._absent(note, sort)
         if glob:
