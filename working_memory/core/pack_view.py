@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, EventKind, Missing, MissingReason
+from working_memory.core.items import Event, EventKind, Missing, MissingReason, MissingSummary
 
 
 class PackValueError(ValueError):
@@ -41,6 +41,9 @@ class PackView:
     map_window: MapWindow | None
     # Digest of the map window the pack names ('' without one); the window is checked against it.
     map_window_digest: str = ''
+    # Per glob of the manifest and reason, the absent keys it selects, counted: `missing` lists
+    # only the most valuable few of them (times are ROS time, as `missing`'s since).
+    missing_summaries: tuple[MissingSummary, ...] = ()
     # When the node that made it started from an empty memory [s] (0: not known, the
     # Assemble service); its ticks count from 1 again after a restart.
     started: float = 0.0
@@ -52,6 +55,7 @@ class PackView:
         object.__setattr__(self, 'values', types.MappingProxyType(dict(self.values)))
         object.__setattr__(self, 'events', tuple(self.events))
         object.__setattr__(self, 'missing', tuple(self.missing))
+        object.__setattr__(self, 'missing_summaries', tuple(self.missing_summaries))
 
     def newer_than(self, other: PackView) -> bool:
         """Return True when this pack is of a later tick than `other`, or of a later node."""

@@ -25,7 +25,8 @@ from working_memory.core.eviction import CAPACITY, EvictionRecord, Readmission
 from working_memory.core.explain import Explanation
 from working_memory.core.frames import Frame, Pack
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import BoardEntry, Event, EventKind, Item, Missing, MissingReason
+from working_memory.core.items import (BoardEntry, Event, EventKind, Item, Missing, MissingReason,
+                                       MissingSummary)
 from working_memory.core.pack_view import PackView
 from working_memory.core.timebase import epoch_time
 from working_memory.core.windows import checked_window, window_digest
@@ -33,6 +34,7 @@ from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction,
                                 EvictionBatch, InputCount, LogEvent, MapWindow as MapWindowMsg,
                                 MissingItem, Resync, ResyncAnswer, WorkingItem)
+from working_memory.msg import MissingSummary as MissingSummaryMsg
 from working_memory.ros import inputs
 from working_memory.ros.diagnostics import Status
 # The input conversions live in ros/inputs.py (pure, shared with the offline replay).
@@ -121,6 +123,15 @@ def missing_item_msg(missing: Missing, pack: Pack) -> MissingItem:
                        detail=missing.detail, ages=ages, since=since)
 
 
+def missing_summary_msg(summary: MissingSummary, pack: Pack) -> MissingSummaryMsg:
+    """Return a core MissingSummary of `pack` as a message (times as ROS time of its epoch)."""
+    return MissingSummaryMsg(pattern=summary.pattern,
+                             reason=getattr(MissingItem, summary.reason.value),
+                             count=summary.count, listed=summary.listed,
+                             oldest=time_from_seconds(pack.ros_time(summary.oldest)),
+                             newest=time_from_seconds(pack.ros_time(summary.newest)))
+
+
 def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> ContextPack:
     """Return a frozen Pack as a ContextPack; the same pack always gives an equal message.
 
@@ -133,7 +144,9 @@ def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> 
                       missing=[missing_item_msg(missing, pack) for missing in pack.missing],
                       nearby_map=grid_msg_from_window(window if inline_window else None,
                                                       map_frame, pack.stamp),
-                      map_window_digest='' if window is None else window_digest(window))
+                      map_window_digest='' if window is None else window_digest(window),
+                      missing_summaries=[missing_summary_msg(summary, pack)
+                                         for summary in pack.summaries])
     msg.header.stamp = time_from_seconds(pack.stamp)
     msg.header.frame_id = map_frame
     return msg
@@ -400,6 +413,16 @@ def pack_view_from_msg(msg, frame_digest: str | None) -> PackView:
                              f'{sorted(_REASON_FROM_MSG)}')
         missing.append(Missing(item.key, reason, item.detail,
                                seconds_from_time(item.since) if item.ages else None))
+    summaries = []
+    # A pack recorded before summaries existed has none.
+    for item in getattr(msg, 'missing_summaries', ()):
+        reason = _REASON_FROM_MSG.get(item.reason)
+        if reason is None:
+            raise ValueError(f'{where}: missing_summaries[{item.pattern!r}].reason '
+                             f'{item.reason} is not one of {sorted(_REASON_FROM_MSG)}')
+        summaries.append(MissingSummary(item.pattern, reason, item.count, item.listed,
+                                        seconds_from_time(item.oldest),
+                                        seconds_from_time(item.newest)))
     window = None
     reference = getattr(msg, 'map_window_digest', '')
     if msg.nearby_map.info.width and msg.nearby_map.info.height:
@@ -412,7 +435,7 @@ def pack_view_from_msg(msg, frame_digest: str | None) -> PackView:
     return PackView(cabin=msg.cabin, tick=msg.tick, stamp=stamp, digest=msg.digest,
                     frame_digest=frame_digest, values=values, events=tuple(events),
                     missing=tuple(missing), map_window=window,
-                    map_window_digest=reference)
+                    map_window_digest=reference, missing_summaries=tuple(summaries))
 
 
 def window_from_grid(grid_msg) -> MapWindow:

@@ -17,7 +17,7 @@ from working_memory.core.gridmap import GridMap
 from working_memory.core.manifest import Manifest
 from working_memory.core.resync import Resync, mark_resyncing, resyncing_detail
 from working_memory.core.timebase import TimeBase
-from working_memory.ros.diagnostics import CapacityUse, Health, Level, Status
+from working_memory.ros.diagnostics import BoardGrowth, CapacityUse, Health, Level, Status
 from working_memory.ros.inputs import Answer, BoardBatch, POSE_TOPICS
 from working_memory.ros.params import NodeConfig
 
@@ -44,6 +44,8 @@ class Memory:
     pending_evictions: list[EvictionRecord] = field(default_factory=list)
     # Input topics by their resolved names, for the frame's receipts (set with the entities).
     resolved_names: dict[str, str] = field(default_factory=dict)
+    # The board mirror's size and growth, and the key prefixes that pile up (/diagnostics).
+    growth: BoardGrowth = field(default_factory=BoardGrowth)
 
     def receipts(self) -> dict[str, int]:
         """Return {resolved input topic: messages received so far}, for the frame's receipts."""
@@ -109,7 +111,9 @@ class Memory:
         return [*self.health.statuses(
             effective, epoch=self.timebase.epoch, capacity=use,
             missing={cabin: pack.missing for cabin, pack in frame.packs.items()},
-            stale_check=self.config.stale_check),
+            stale_check=self.config.stale_check,
+            counted={cabin: pack.summaries for cabin, pack in frame.packs.items()}),
+            self.growth.status(effective, len(self.board), self.board.growth()),
             Status('resync', Level.WARN if resync.active else Level.OK,
                    resync.status(frame.stamp),
                    (('started', f'{resync.started:.3f}'), ('active', str(resync.active)),

@@ -48,6 +48,8 @@ _NO_MAP = bytes(20)
 # Pose: position x, y, z then orientation x, y, z, w (float64 each).
 _POSE = struct.Struct('<7d')
 _ZEROS = bytes(8)
+# MissingSummary after its reason: uint32 count, listed, then Time oldest, newest.
+_SUMMARY_TAIL = struct.Struct('<IIiIiI')
 # MissingItem.ages: false, true (a CDR bool is one byte).
 _NO_AGE, _AGES = b'\x00', b'\x01'
 # An Item's fields a WorkingItem's bytes (but last_used) depend on, by position: the very
@@ -414,6 +416,17 @@ class FrameEncoder:
         digest = self._strings.get(pack.digest) or self._string(pack.digest)
         writer.parts += (tick_time.join(segments), digest)
         writer.offset += length + len(digest)
+        self._summaries(writer, pack)
+
+    def _summaries(self, writer: Writer, pack: Pack) -> None:
+        """Append a pack's MissingSummary sequence (a few per pack: written every tick)."""
+        writer.count(len(pack.summaries))
+        for summary in pack.summaries:
+            writer.string(self._string(summary.pattern))
+            writer.put(self._reason_bytes[summary.reason])
+            writer.put(_SUMMARY_TAIL.pack(
+                summary.count, summary.listed, *nanoseconds(pack.ros_time(summary.oldest)),
+                *nanoseconds(pack.ros_time(summary.newest))), 4)
 
     def _head(self, key: tuple) -> tuple[bytes, bytes, bytes, int]:
         """Keep and return a pack's bytes up to its items for (phase, frame_id, cabin, count).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -15,7 +16,7 @@ from typing import Mapping
 import numpy as np
 
 from working_memory.core import gridmap
-from working_memory.core.items import aged_text
+from working_memory.core.items import aged_text, summary_text
 from working_memory.core.windows import WindowMismatch, checked_window
 from working_memory.tools.bag import (BagError, BagReader, DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE,
                                       EVICTION_TYPE, FRAME_TYPE, full_typestore)
@@ -72,6 +73,27 @@ class MissingRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    """The absent keys one glob selects for one reason, counted (a MissingSummary).
+
+    `listed` of the `count` keys have a MissingRecord of their own in the pack;
+    `oldest`, `newest` [s, node clock] are the earliest and latest `since` of them all.
+    """
+
+    pattern: str
+    reason: str
+    count: int
+    listed: int
+    oldest: float
+    newest: float
+
+    def text(self, stamp: float) -> str:
+        """Return the summary as read at the pack's `stamp` [s]."""
+        return summary_text(self.pattern, self.reason, self.count, self.listed, self.oldest,
+                            self.newest, stamp)
+
+
+@dataclass(frozen=True, slots=True)
 class MapWindow:
     """A pack's map window: (height, width) int8 occupancy `cells`, origin [m], [m/cell]."""
 
@@ -100,10 +122,19 @@ class PackRecord:
     digest: str
     # The window's digest ('' without one): inline, or joined from the cabin's window topic.
     map_window_digest: str = ''
+    # The absent keys each glob selects, counted per reason (`missing` lists a few of them).
+    summaries: tuple[SummaryRecord, ...] = ()
 
     def item(self, key: str) -> ItemRecord | None:
         """Return the item with `key`, or None."""
         return next((item for item in self.items if item.key == key), None)
+
+    def absent_counts(self) -> Counter:
+        """Return reason name -> how many absences the pack reports: listed plus counted."""
+        counts = Counter(missing.reason for missing in self.missing)
+        for summary in self.summaries:
+            counts[summary.reason] += summary.count - summary.listed
+        return counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,8 +438,12 @@ def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:
                                e.key, e.detail) for e in msg.recent_events)
     missing = tuple(MissingRecord(m.key, names.name(MISSING_TYPE, m.reason), m.detail,
                                   _since(m)) for m in msg.missing)
+    # A bag recorded before summaries existed has none.
+    summaries = tuple(SummaryRecord(s.pattern, names.name(MISSING_TYPE, s.reason), int(s.count),
+                                    int(s.listed), seconds(s.oldest), seconds(s.newest))
+                      for s in getattr(msg, 'missing_summaries', ()))
     return PackRecord(msg.cabin, items, events, map_window(msg.nearby_map, where), missing,
-                      msg.digest, getattr(msg, 'map_window_digest', ''))
+                      msg.digest, getattr(msg, 'map_window_digest', ''), summaries)
 
 
 def map_window(grid, where: str) -> MapWindow:

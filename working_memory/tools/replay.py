@@ -526,10 +526,13 @@ def pack_differences(step: Step) -> list[str]:
                         and old.value != _json(item.value))
         missing = ({(m.key, m.reason) for m in recorded.missing}
                    ^ {(m.key, m.reason.value) for m in replayed.missing})
+        counted = ({(s.pattern, s.reason, s.count) for s in recorded.summaries}
+                   ^ {(s.pattern, s.reason.value, s.count) for s in replayed.summaries})
         parts = [f'+{", +".join(extra)}' if extra else '',
                  f'-{", -".join(lacking)}' if lacking else '',
                  f'values differ: {", ".join(values)}' if values else '',
-                 f'missing differ: {sorted(missing)}' if missing else '']
+                 f'missing differ: {sorted(missing)}' if missing else '',
+                 f'summaries differ: {sorted(counted)}' if counted else '']
         lines.append(f'{cabin}: ' + ('; '.join(p for p in parts if p) or
                                      'same keys and values (stamps, importance or map differ)'))
     return lines
