@@ -78,14 +78,15 @@ def frames(draw):
 
 
 def assert_same_wire(ours: bytes, frame, map_frame, inputs=None, inline_windows=True,
-                     started=0.0, resyncing=False):
+                     started=0.0, resyncing=False, start_id=''):
     """Assert `ours` is rclpy's serialization of the frame's message, byte for byte.
 
     Fast CDR leaves alignment padding uninitialised, so a padding byte may differ (ours
     are zero); every other byte must be equal, and both must decode to the same message.
     """
     expected = serialize_message(conv.context_frame_msg(frame, map_frame, inputs,
-                                                        inline_windows, started, resyncing))
+                                                        inline_windows, started, resyncing,
+                                                        start_id))
     assert len(ours) == len(expected)
     assert all(mine == 0 for mine, theirs in zip(ours, expected) if mine != theirs)
     assert (repr(deserialize_message(ours, conv.ContextFrame))
@@ -100,12 +101,13 @@ def encoder():
 
 @settings(max_examples=150, deadline=None)
 @given(frames(), TEXT, st.dictionaries(TEXT, st.integers(0, 2**64 - 1), max_size=3),
-       st.booleans(), STAMPS, st.booleans())
+       st.booleans(), STAMPS, st.booleans(), TEXT)
 def test_frame_bytes_equal_rclpy_serialization_of_the_frame_message(frame, map_frame, inputs,
                                                                     inline, started,
-                                                                    resyncing):
-    assert_same_wire(encoder().frame(frame, map_frame, inputs, inline, started, resyncing),
-                     frame, map_frame, inputs, inline, started, resyncing)
+                                                                    resyncing, start_id):
+    assert_same_wire(encoder().frame(frame, map_frame, inputs, inline, started, resyncing,
+                                     start_id),
+                     frame, map_frame, inputs, inline, started, resyncing, start_id)
 
 
 @settings(max_examples=60, deadline=None)
@@ -129,8 +131,7 @@ def test_cached_pieces_serialize_later_frames_exactly(frames_, data):
 
 def test_an_empty_frame_is_a_header_tick_digest_and_two_empty_sequences():
     frame = make_frame(7, 1.5, [])
-    assert encoder().frame(frame, 'map') == serialize_message(conv.context_frame_msg(frame,
-                                                                                     'map'))
+    assert_same_wire(encoder().frame(frame, 'map'), frame, 'map')
 
 
 def test_many_items_used_at_the_tick_and_before_serialize_exactly():

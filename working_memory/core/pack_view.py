@@ -26,8 +26,6 @@ class PackView:
     joined from its cabin's window topic, its cells checked against `map_window_digest`.
     Decision nodes report
     (tick, frame_digest) so the monitor can prove every cabin used the same frame.
-    A view is ordered by (started, tick): `newer_than` tells a restarted node's packs
-    from the last ones of the node before it.
     """
 
     cabin: str
@@ -50,16 +48,14 @@ class PackView:
     # True when the node was still re-reading the writers (items may be absent that the
     # board holds; absent keys read RESYNCING).
     resyncing: bool = False
+    # Unique to the node start that made it ('': not known): a new one is a restarted node.
+    start_id: str = ''
 
     def __post_init__(self):
         object.__setattr__(self, 'values', types.MappingProxyType(dict(self.values)))
         object.__setattr__(self, 'events', tuple(self.events))
         object.__setattr__(self, 'missing', tuple(self.missing))
         object.__setattr__(self, 'missing_summaries', tuple(self.missing_summaries))
-
-    def newer_than(self, other: PackView) -> bool:
-        """Return True when this pack is of a later tick than `other`, or of a later node."""
-        return (self.started, self.tick) > (other.started, other.tick)
 
     def value(self, key: str, default: Any = None) -> Any:
         """Return the decoded value of board key `key`, or `default` when it is not in the pack."""

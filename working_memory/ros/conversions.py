@@ -155,7 +155,7 @@ def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> 
 def context_frame_msg(frame: Frame, map_frame: str,
                       inputs_received: Mapping[str, int] | None = None,
                       inline_windows: bool = True, started: float = 0.0,
-                      resyncing: bool = False) -> ContextFrame:
+                      resyncing: bool = False, start_id: str = '') -> ContextFrame:
     """Return a frozen Frame as a ContextFrame, packs in cabin order.
 
     `inputs_received` is {resolved input topic: messages received before the tick};
@@ -166,7 +166,8 @@ def context_frame_msg(frame: Frame, map_frame: str,
                               for pack in frame.packs.values()],
                        inputs=[InputCount(topic=topic, received=count)
                                for topic, count in (inputs_received or {}).items()],
-                       started=time_from_seconds(started), resyncing=resyncing)
+                       started=time_from_seconds(started), resyncing=resyncing,
+                       start_id=start_id)
     msg.header.stamp = time_from_seconds(frame.stamp)
     msg.header.frame_id = map_frame
     return msg
@@ -264,10 +265,10 @@ class FrameOutput:
     def frame_bytes(self, frame: Frame, map_frame: str,
                     inputs_received: Mapping[str, int] | None = None,
                     inline_windows: bool = True, started: float = 0.0,
-                    resyncing: bool = False) -> bytes:
+                    resyncing: bool = False, start_id: str = '') -> bytes:
         """Return `frame` as the serialized ContextFrame `context_frame_msg` would give."""
         return self._encoder.frame(frame, map_frame, inputs_received, inline_windows,
-                                   started, resyncing)
+                                   started, resyncing, start_id)
 
     def pack_msg(self, pack: Pack, map_frame: str) -> ContextPack:
         """Return the pack's ContextPack, converted once per pack (the latest few are kept)."""
@@ -355,9 +356,9 @@ def duration_from_seconds(seconds: float) -> Duration:
     return Duration(sec=sec, nanosec=nanosec)
 
 
-def resync_msg(node: str, started: float, event_window_s: float) -> Resync:
+def resync_msg(node: str, started: float, event_window_s: float, start_id: str) -> Resync:
     """Return the node's request for the writers' truth (msg/Resync.msg)."""
-    msg = Resync(node=node, event_window_s=float(event_window_s))
+    msg = Resync(node=node, event_window_s=float(event_window_s), start_id=start_id)
     msg.header.stamp = time_from_seconds(started)
     return msg
 
@@ -365,7 +366,8 @@ def resync_msg(node: str, started: float, event_window_s: float) -> Resync:
 def resync_answer_msg(request: Resync, writer: str, entries: Iterable[BoardEntry],
                       events: Iterable[Event], stamp: float) -> ResyncAnswer:
     """Return a writer's answer to `request`: its standing entries and events, at `stamp` [s]."""
-    msg = ResyncAnswer(node=request.node, request_stamp=request.header.stamp, writer=writer,
+    msg = ResyncAnswer(node=request.node, request_stamp=request.header.stamp,
+                       start_id=request.start_id, writer=writer,
                        entries=[board_entry_msg(entry) for entry in entries],
                        events=[log_event_msg(event) for event in events])
     msg.header.stamp = time_from_seconds(stamp)
@@ -464,7 +466,7 @@ def cabin_pack_from_frame(msg: ContextFrame, cabin: str) -> PackView | None:
                 raise ValueError(f'frame tick {msg.tick}: pack {cabin!r} has tick {pack.tick}')
             return dataclasses.replace(pack_view_from_msg(pack, msg.digest),
                                        started=seconds_from_time(msg.started),
-                                       resyncing=msg.resyncing)
+                                       resyncing=msg.resyncing, start_id=msg.start_id)
     return None
 
 

@@ -325,13 +325,13 @@ class FrameEncoder:
     def frame(self, frame: Frame, map_frame: str,
               inputs_received: Mapping[str, int] | None = None,
               inline_windows: bool = True, started: float = 0.0,
-              resyncing: bool = False) -> bytes:
+              resyncing: bool = False, start_id: str = '') -> bytes:
         """Return `frame` serialized as a ContextFrame (packs in cabin order).
 
         `inputs_received` is {resolved input topic: messages received before the tick};
         without `inline_windows` each pack's nearby_map is empty and only its
         map_window_digest names the window (map windows by reference). `started` [s]
-        and `resyncing` are the node's (ContextFrame.started, .resyncing).
+        `resyncing` and `start_id` are the node's (ContextFrame.started, ...).
         """
         writer = Writer()
         frame_id = self._string(map_frame)
@@ -363,6 +363,9 @@ class FrameEncoder:
         writer.parts += (_ZEROS[:pad], _TIME.pack(*nanoseconds(started)),
                          b'\x01' if resyncing else b'\x00')
         writer.offset += pad + 9
+        pad, start = -writer.offset % 4, self._string(start_id)
+        writer.parts += (_ZEROS[:pad], start)
+        writer.offset += pad + len(start)
         # Keep what this frame used; what it no longer holds is not coming back.
         self._events = used_events
         if len(self._items) > 2 * items + 256:

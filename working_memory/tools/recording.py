@@ -144,8 +144,9 @@ class FrameRecord:
     `stamp` is the tick time, `received` when the recorder got it (bag time) [s];
     `stamp_ns` the tick time [ns] as the node had it. `inputs` is the node's receipt:
     {input topic: messages received before the tick} (empty in bags made before it existed).
-    `started` [s] is when the node that made it started from an empty memory (a new
-    value: a restarted node); `resyncing` whether it was still re-reading the writers.
+    `started` [s] is when the node that made it started from an empty memory, `start_id`
+    that start's own id (a new one: a restarted node); `resyncing` whether it was still
+    re-reading the writers.
     """
 
     tick: int
@@ -157,6 +158,7 @@ class FrameRecord:
     inputs: Mapping[str, int] = field(default_factory=dict)
     started: float = 0.0
     resyncing: bool = False
+    start_id: str = ''
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +231,7 @@ class Recording:
     def restarts(self) -> list[FrameRecord]:
         """Return the first frame of every node start after the first (a restart each)."""
         return [frame for before, frame in zip(self.frames, self.frames[1:])
-                if frame.started != before.started]
+                if frame.start_id != before.start_id]
 
     @property
     def cabins(self) -> list[str]:
@@ -309,7 +311,8 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
         reader.register(topics)
         windows: dict[tuple[str, str], MapWindow] = {}
         names = ConstantNames(reader)
-        frames: dict[tuple[float, int], FrameRecord] = {}   # by (node start, tick)
+        frames: dict[tuple[str, int], FrameRecord] = {}   # by (node start, tick)
+        starts: dict[str, int] = {}   # node start -> its order of first appearance
         evictions: list[EvictionRecord] = []
         readmissions: list[ReadmissionRecord] = []
         diagnostics: list[DiagnosticRecord] = []
@@ -317,7 +320,8 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
             if message.topic == frames_at:
                 # A latched frame can be delivered twice (a reconnect); keep the first copy.
                 frame = frame_record(message.msg, message.stamp_ns * 1e-9, names)
-                frames.setdefault((frame.started, frame.tick), frame)
+                starts.setdefault(frame.start_id, len(starts))
+                frames.setdefault((frame.start_id, frame.tick), frame)
             elif message.msgtype == WINDOW_TYPE:
                 cabin, digest = message.msg.cabin, message.msg.digest
                 windows[cabin, digest] = window_record(message.msg, message.topic)
@@ -330,7 +334,8 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
                                     for key in message.msg.readmitted)
             else:
                 diagnostics.extend(diagnostic_records(message.msg, message.stamp_ns * 1e-9, names))
-    joined, missing = join_windows([frames[key] for key in sorted(frames)], windows)
+    order = sorted(frames, key=lambda key: (starts[key[0]], key[1]))
+    joined, missing = join_windows([frames[key] for key in order], windows)
     return Recording(Path(path), tuple(joined),
                      tuple(sorted(evictions, key=lambda e: (e.tick, e.stamp))), tuple(diagnostics),
                      readmissions=tuple(sorted(readmissions, key=lambda r: r.tick)),
@@ -427,7 +432,7 @@ def frame_record(msg, received: float, names: ConstantNames) -> FrameRecord:
     return FrameRecord(int(msg.tick), seconds(stamp), received, msg.digest, packs,
                        stamp.sec * 1_000_000_000 + stamp.nanosec, inputs,
                        0.0 if started is None else seconds(started),
-                       bool(getattr(msg, 'resyncing', False)))
+                       bool(getattr(msg, 'resyncing', False)), str(getattr(msg, 'start_id', '')))
 
 
 def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:
