@@ -47,8 +47,11 @@ STALE_AFTER_TICKS = 3
 # frame is late by a few milliseconds of delivery whatever the tick rate.
 FIRST_MAX_AGE_S = 1.0
 MIN_MAX_AGE_S = 0.5
-# Resync requests a writer remembers having answered.
+# Resync requests a writer remembers having answered; node starts a client remembers as gone.
 _ANSWERED_KEPT = 64
+_STARTS_KEPT = 16
+# Answers a writer keeps latched: two nodes sharing the writers each find theirs.
+_ANSWERS_LATCHED = 8
 
 
 class WorkingMemoryError(RuntimeError):
@@ -97,7 +100,7 @@ class WorkingMemoryClient:
     client node's clock (None: STALE_AFTER_TICKS tick periods, as measured between
     the last frames; `math.inf`: never, for a node ticking on a trigger). `last()`
     returns the newest pack whatever its age, `age()` how old it is. A restarted
-    node's packs (ticks from 1 again, a later `started`) replace the old node's; a
+    node's packs (a new `start_id`, ticks from 1 again) replace the old node's; a
     late copy of the old node's last latched frame never does.
 
     Threading: `assemble()` and `explain()` block the calling thread until the
@@ -122,6 +125,7 @@ class WorkingMemoryClient:
         self._node = node
         self._max_age_s = max_age_s
         self._period_s: float | None = None   # between the last two frames of one node
+        self._retired: collections.deque[str] = collections.deque(maxlen=_STARTS_KEPT)
         self._cabin = cabin
         self._on_pack = on_pack
         self._timeout_s = timeout_s
@@ -292,11 +296,16 @@ class WorkingMemoryClient:
     def _deliver(self, view: PackView) -> None:
         with self._lock:
             previous = self._latest
-            if previous is not None and not view.newer_than(previous):
-                return   # a frame seen already, or a late one of a node gone since
-            self._latest = view
-            if previous is not None and previous.started == view.started:
+            if previous is not None and view.start_id != previous.start_id:
+                if view.start_id in self._retired:
+                    return   # a late frame of a node start gone since
+                self._retired.append(previous.start_id)   # a new node start
+                self._period_s = None
+            elif previous is not None:
+                if view.tick <= previous.tick:
+                    return   # a frame seen already
                 self._period_s = (view.stamp - previous.stamp) / (view.tick - previous.tick)
+            self._latest = view
         if self._on_pack is not None:
             self._on_pack(view)
 
@@ -305,20 +314,23 @@ class _Writer:
     """What a board writer and an event logger share: their answers to a resync request.
 
     A working-memory node that starts from an empty memory asks on `resync/request`
-    (msg/Resync.msg); the writer answers each request once on `resync/answer`
-    (ResyncAnswer: reliable, transient local, keep last 1), so the node gets the answer
-    whenever it matches the writer, also when the answer went out before.
+    (msg/Resync.msg); the writer answers each node start (`start_id`) once on
+    `resync/answer` (ResyncAnswer: reliable, transient local, the last 8 kept), so the node
+    gets the answer whenever it matches the writer, also when the answer went out before.
+    The answers run in the node's executor: spin the writer's node. Every method may be
+    called from any thread (a lock guards what the writer holds).
     """
 
     def __init__(self, node: Node, msg_type: type, topic: str, resync_namespace: str,
                  qos_profile: QoSProfile | None):
         self._node = node
         self._name = f'{node.get_fully_qualified_name()}#{secrets.token_hex(4)}'
-        self._answered: collections.OrderedDict[tuple, None] = collections.OrderedDict()
+        self._answered: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._lock = threading.Lock()
         self._publisher = node.create_publisher(msg_type, topic, qos_profile or input_qos())
         namespace = resync_namespace.rstrip('/')
         self._answers = node.create_publisher(ResyncAnswer, f'{namespace}/answer',
-                                              latched_qos(1))
+                                              latched_qos(_ANSWERS_LATCHED))
         self._requests = node.create_subscription(Resync, f'{namespace}/request',
                                                   self._on_request, latched_qos(_ANSWERED_KEPT))
 
@@ -334,22 +346,35 @@ class _Writer:
         self._node.destroy_publisher(self._publisher)
 
     def _on_request(self, request: Resync) -> None:
-        stamp = request.header.stamp
-        key = (request.node, stamp.sec, stamp.nanosec)
-        if key in self._answered:
+        if request.start_id in self._answered:
             return
-        self._answered[key] = None
-        if len(self._answered) > _ANSWERED_KEPT:
-            self._answered.popitem(last=False)
-        entries, events = self._truth(request)
+        with self._lock:
+            entries, events = self._truth(request)
         self._answers.publish(resync_answer_msg(request, self._name, entries, events,
                                                 self._now()))
+        self._answered[request.start_id] = None   # once it went out
+        if len(self._answered) > _ANSWERED_KEPT:
+            self._answered.popitem(last=False)
 
     def _truth(self, request: Resync) -> tuple[list[BoardEntry], list[Event]]:
         raise NotImplementedError
 
     def _now(self) -> float:
         return self._node.get_clock().now().nanoseconds * 1e-9
+
+    def _stamp(self, stamp: Any) -> float:
+        """Return a stamp given as seconds, an rclpy Time or a message's Time [s]; None: now."""
+        if stamp is None:
+            return self._now()
+        if hasattr(stamp, 'nanoseconds'):
+            return stamp.nanoseconds * 1e-9
+        if hasattr(stamp, 'sec') and hasattr(stamp, 'nanosec'):
+            return seconds_from_time(stamp)
+        try:
+            return float(stamp)
+        except (TypeError, ValueError):
+            raise ValueError(f'stamp: seconds, an rclpy Time or a builtin_interfaces Time, '
+                             f'got {stamp!r}') from None
 
 
 class BoardWriter(_Writer):
@@ -362,8 +387,8 @@ class BoardWriter(_Writer):
     the entry's stamp, not from the answer's). A key removed meanwhile is not in it.
 
     Values are any JSON-serialisable Python value; a value, key, tag or importance the
-    working memory would refuse raises ValueError here, before anything is sent.
-    Call from one thread (the node's executor, or your own with the node spun elsewhere).
+    working memory would refuse raises ValueError here, before anything is sent. A key has
+    one writer: a key this writer set and another removed comes back in its answer.
     """
 
     def __init__(self, node: Node, topic: str = 'board', resync_namespace: str = 'resync',
@@ -374,22 +399,24 @@ class BoardWriter(_Writer):
     @property
     def standing(self) -> Mapping[str, BoardEntry]:
         """The entries this writer holds: what it re-sends to a restarted working memory."""
-        return dict(self._standing)
+        with self._lock:
+            return dict(self._standing)
 
     def set(self, key: str, value: Any, *, importance: float = math.nan,
-            tags: Iterable[str] = (), ttl_s: float = 0.0, stamp: float | None = None) -> None:
+            tags: Iterable[str] = (), ttl_s: float = 0.0, stamp: Any = None) -> None:
         """Set one board key (see `update`)."""
         self.update({key: value}, importance=importance, tags=tags, ttl_s=ttl_s, stamp=stamp)
 
     def update(self, values: Mapping[str, Any], *, importance: float = math.nan,
-               tags: Iterable[str] = (), ttl_s: float = 0.0, stamp: float | None = None) -> None:
+               tags: Iterable[str] = (), ttl_s: float = 0.0, stamp: Any = None) -> None:
         """Set several keys in one BoardUpdate, each with the same importance, tags and ttl.
 
         `importance` in [0, 1], NaN for the reading cabin's manifest weight; `ttl_s` [s]
-        the freshness after `stamp` (0: never stale); `stamp` [s] the node clock's now
-        when None. Raises ValueError naming what the working memory would refuse.
+        the freshness after `stamp` (0: never stale); `stamp` [s] (or an rclpy Time, a
+        message's header.stamp) the node clock's now when None. Raises ValueError naming
+        what the working memory would refuse.
         """
-        stamp = self._now() if stamp is None else float(stamp)
+        stamp = self._stamp(stamp)
         self.put([self._entry(key, value, importance, tuple(tags), ttl_s, stamp)
                   for key, value in values.items()], stamp=stamp)
 
@@ -407,10 +434,11 @@ class BoardWriter(_Writer):
         for entry in entries:
             if not isinstance(entry, BoardEntry):
                 raise ValueError(f'entries: must be BoardEntry objects, got {entry!r}')
-        msg = board_update_msg(entries, self._now() if stamp is None else stamp, removed_keys)
-        for key in removed_keys:
-            self._standing.pop(key, None)
-        self._standing.update((entry.key, entry) for entry in entries)
+        msg = board_update_msg(entries, self._stamp(stamp), removed_keys)
+        with self._lock:
+            for key in removed_keys:
+                self._standing.pop(key, None)
+            self._standing.update((entry.key, entry) for entry in entries)
         self._publisher.publish(msg)
 
     def _entry(self, key: str, value: Any, importance: float, tags: tuple[str, ...],
@@ -448,9 +476,9 @@ class EventLogger(_Writer):
 
     def log(self, kind: int | str, key: str = '', detail: Any = None, *,
             tags: Iterable[str] = (), importance: float = math.nan,
-            stamp: float | None = None) -> None:
-        """Log one event; `stamp` [s] is the node clock's now when None."""
-        stamp = self._now() if stamp is None else float(stamp)
+            stamp: Any = None) -> None:
+        """Log one event; `stamp` [s] (or an rclpy Time, a header.stamp): now when None."""
+        stamp = self._stamp(stamp)
         if detail is not None:
             try:
                 json_text(detail)
@@ -460,13 +488,16 @@ class EventLogger(_Writer):
                        _importance(importance), tuple(tags)))
 
     def put(self, event: Event) -> None:
-        """Send a core Event as it is (its own source and stamp)."""
+        """Send a core Event as it is (its own source; a zero stamp is stamped now)."""
         if not isinstance(event, Event):
             raise ValueError(f'event: must be an Event, got {event!r}')
+        if event.stamp == 0.0:   # as sent and as re-sent: one stamp
+            event = dataclasses.replace(event, stamp=self._now())
         self._publisher.publish(log_event_msg(event))
-        self._kept.append(event)
-        while self._kept and self._kept[0].stamp < event.stamp - self._keep_s:
-            self._kept.popleft()
+        with self._lock:
+            self._kept.append(event)
+            while self._kept and self._kept[0].stamp < event.stamp - self._keep_s:
+                self._kept.popleft()
 
     def _truth(self, request: Resync) -> tuple[list[BoardEntry], list[Event]]:
         # The window is cut on the asking node's clock: its start is the request's stamp.

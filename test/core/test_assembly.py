@@ -18,6 +18,7 @@ from working_memory.core.frames import FrameStore, pack_digest
 from working_memory.core.gridmap import GridMap, UNKNOWN
 from working_memory.core.items import BoardEntry, Event, EventKind, MissingReason, Source
 from working_memory.core.manifest import Manifest
+from working_memory.core.selection import LISTED_PER_GLOB
 
 NEVER_SEEN, STALE, EVICTED = (MissingReason.NEVER_SEEN, MissingReason.STALE,
                               MissingReason.EVICTED)
@@ -127,9 +128,13 @@ def _stale_sensors_share_their_notes(period):
     board.apply([BoardEntry(f'sensor:{i}', i, 0.0, ttl=0.5) for i in range(200)])
     packs = [assembler.assemble(tick, 1.0 + tick * period, board, log, None).packs['monitor']
              for tick in range(1, 13)]
-    assert all(len(pack.missing) == 200 for pack in packs)
+    # The glob's stale keys: counted in one summary, the most valuable few listed.
+    assert all(len(pack.missing) == LISTED_PER_GLOB and len(pack.absent) == 200
+               for pack in packs)
+    assert all(pack.summaries[0].count == 200 for pack in packs)
     for before, after in zip(packs, packs[1:]):
         assert after.missing is before.missing and after.digest is before.digest
+        assert after.absent is before.absent and after.summaries is before.summaries
     # What a reader sees still ages: the first and the last tick read different ages.
     texts = [pack.missing[0].text(pack.effective) for pack in (packs[0], packs[-1])]
     assert texts == [f'stale: its ttl of 0.5 s ran out {1.0 + tick * period - 0.5:.1f} s ago'
@@ -613,7 +618,7 @@ def test_concurrent_writers_tickers_and_readers_only_ever_see_consistent_frames(
                     if item.key.startswith('k:')}
         cells = {int(v) for pack in frame.packs.values() for v in np.unique(pack.map_window.data)}
         digests_hold = all(pack.digest == pack_digest(pack.items, pack.events, pack.map_window,
-                                                      pack.missing)
+                                                      pack.missing, summaries=pack.summaries)
                            for pack in frame.packs.values())
         if len(versions) > 1 or len(cells) > 1 or not digests_hold:
             errors.append((frame.tick, versions, cells, digests_hold))
@@ -693,7 +698,7 @@ def test_served_items_are_fresh_board_truth_and_everything_else_is_explained(
             explained = {m.key for m in pack.absent}
             assert selected - served == explained
             assert pack.digest == pack_digest(pack.items, pack.events, pack.map_window,
-                                              pack.missing)
+                                              pack.missing, summaries=pack.summaries)
         non_exempt = [k for k in world.working_set.keys() if not k.startswith(('goal', 'safety'))]
         assert len(world.working_set) <= capacity or not non_exempt
 

@@ -47,7 +47,7 @@ steps = st.lists(st.tuples(
 
 def _frame_facts(frame):
     return (frame.digest, [r.key for r in frame.evictions], [r.key for r in frame.readmitted],
-            {cabin: (pack.digest, pack.missing, pack.absent, pack.readmitted,
+            {cabin: (pack.digest, pack.missing, pack.summaries, pack.absent, pack.readmitted,
                      [(item.key, item.last_used) for item in pack.items])
              for cabin, pack in frame.packs.items()})
 
@@ -132,7 +132,8 @@ def test_packs_kept_over_steady_ticks_are_the_packs_a_start_over_makes(steps, ca
 
 
 def _digest_from_scratch(pack):
-    return pack_digest(pack.items, pack.events, pack.map_window, pack.missing)
+    return pack_digest(pack.items, pack.events, pack.map_window, pack.missing,
+                       summaries=pack.summaries)
 
 
 def _world(capacity):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from working_memory.core.board import BoardSnapshot, MAX_INDEXES
+from working_memory.core.board import BoardSnapshot, MAX_INDEXES, key_prefix
 from working_memory.core.items import BoardEntry
 from working_memory.core.timebase import TimeBase
 
@@ -235,3 +235,14 @@ def test_apply_checked_builds_the_board_apply_builds_over_random_updates(updates
             assert fast.changes(matcher) == reference.changes(matcher)
     assert fast.index(matcher) == reference.index(matcher)
     assert fast.changes(matcher) == reference.changes(matcher)
+
+
+def test_growth_counts_keys_new_to_the_board_and_removed_per_prefix():
+    board = BoardSnapshot()
+    board.apply([BoardEntry(f'obj:{n}', n, 0.0) for n in range(5)]
+                + [BoardEntry('pose', 1, 0.0), BoardEntry('lidar/front', 1, 0.0)])
+    board.apply([BoardEntry('obj:1', 2, 1.0), BoardEntry('obj:1', 3, 1.0)])   # not new
+    board.apply([BoardEntry('obj:9', 1, 1.0)], removed_keys=['obj:0', 'obj:2', 'gone:x'])
+    board.apply([BoardEntry('obj:0', 1, 2.0)])   # set again after its removal: new again
+    assert board.growth() == {'obj:': (7, 2), '': (1, 0), 'lidar/': (1, 0)}
+    assert key_prefix('a:b/c') == 'a:' and key_prefix('a/b:c') == 'a/' and key_prefix('x') == ''

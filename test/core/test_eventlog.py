@@ -121,26 +121,48 @@ def test_non_finite_detail_is_rejected_naming_the_field():
         EventLog(2).append(Event(1.0, ACTION, key='k', detail={'v': math.inf}))
 
 
-def test_an_event_held_already_is_taken_once_and_counted():
-    # A writer answering a restarted node's resync sends events the node may have taken
-    # live meanwhile: the same stamp and content are the same event.
+def test_live_events_are_all_taken_repeats_included():
+    # Two identical failures in one sim step are two failures.
     log = EventLog(limit=10)
-    first = log.append(Event(1.0, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'wires'},
-                             0.9, ('safety',)))
-    assert log.append(Event(1.0, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'wires'}, 0.9,
-                            ('safety',))) is None
-    assert log.duplicates == 1 and len(log) == 1 and first.seq == 0
-    # Another stamp, detail, source or importance is another event.
+    door = Event(1.0, EventKind.FAILURE, 'executor', 'door:main', {'reason': 'stuck'})
+    assert log.append(door) is not None and log.append(door) is not None
+    assert len(log) == 2 and log.duplicates == 0
+
+
+def test_an_answer_brings_only_what_the_log_lacks_and_its_live_copy_is_taken_once():
+    # A writer re-sends its recent events to a restarted node, which took some live already;
+    # one it took from the answer first may still come live.
+    log = EventLog(limit=10)
+    zone = Event(1.0, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'wires'}, 0.9, ('safety',))
+    goal = Event(0.5, EventKind.GOAL, 'world', 'goal:deliver')
+    late = Event(2.0, EventKind.ACTION, 'executor', 'drive')
+    assert log.append(zone) is not None                      # live, before the answer
+    stored = log.take_answered([goal, zone, late])
+    assert [event.key for event in stored] == ['goal:deliver', 'drive']
+    assert log.append(late) is None                          # its live copy, after the answer
+    assert log.append(late) is not None                      # a genuine repeat, later
+    assert len(log) == 4 and log.duplicates == 2
+    # An answer holding an event twice brings the copy the log lacks.
+    repeated = Event(3.0, EventKind.FAILURE, 'executor', 'door')
+    log.append(repeated)
+    assert len(log.take_answered([repeated, repeated])) == 1
+
+
+def test_another_stamp_detail_source_or_importance_is_another_event():
+    log = EventLog(limit=10)
+    base = Event(1.0, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'wires'}, 0.9)
+    log.append(base)
     others = [Event(1.5, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'wires'}, 0.9),
               Event(1.0, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'rain'}, 0.9),
               Event(1.0, EventKind.CONSTRAINT, 'planner', 'zone', {'why': 'wires'}, 0.9),
               Event(1.0, EventKind.CONSTRAINT, 'world', 'zone', {'why': 'wires'})]
-    assert len(log.extend(others)) == 4 and log.duplicates == 1
+    assert len(log.take_answered(others)) == 4 and log.duplicates == 0
+    assert log.take_answered([base]) == [] and log.duplicates == 1
 
 
 def test_an_event_dropped_for_the_limit_is_taken_again_when_it_comes_back():
     log = EventLog(limit=2)
     log.extend(Event(float(t), EventKind.ACTION, key=f'a{t}') for t in range(3))
     assert log.dropped == 1
-    assert log.append(Event(0.0, EventKind.ACTION, key='a0')) is not None
+    assert log.take_answered([Event(0.0, EventKind.ACTION, key='a0')]) != []
     assert log.duplicates == 0

@@ -13,32 +13,40 @@ from working_memory.core.resync import Resync, SETTLE_S, mark_resyncing, resynci
 WRITERS = {b'a': '/sim', b'b': '/executor'}
 
 
-def test_it_ends_once_every_writer_shown_has_answered_after_the_settle_time():
-    resync = Resync(started=100.0, bound_s=5.0)
+def test_it_ends_once_every_writer_shown_has_answered_and_none_appeared_for_a_while():
+    # The waiting runs on the steady clock (`update`'s now), from `steady`.
+    resync = Resync(started=0.0, bound_s=5.0, start_id='s1', steady=100.0)
     resync.heard(b'a')
+    assert resync.update(100.2, {b'a': '/sim'})          # too soon: discovery may find more
     resync.heard(b'b')
-    assert resync.update(100.0 + SETTLE_S / 2, WRITERS)     # discovery may find more
-    assert not resync.update(100.0 + SETTLE_S, WRITERS)
-    assert (resync.ended, resync.unheard) == (100.0 + SETTLE_S, ())
-    assert resync.status(101.0) == f'writers re-read in {SETTLE_S:.2f} s'
+    assert resync.update(100.6, WRITERS)                 # /executor just appeared
+    assert not resync.update(100.6 + SETTLE_S, WRITERS)  # shown alike for SETTLE_S
+    assert (resync.took, resync.unheard) == (pytest.approx(0.6 + SETTLE_S), ())
+    assert resync.complete and resync.status(101.5) == f'writers re-read in {0.6 + SETTLE_S:.2f} s'
 
 
 def test_it_waits_for_a_writer_not_heard_and_for_one_at_least_up_to_its_bound():
-    resync = Resync(started=100.0, bound_s=5.0)
+    resync = Resync(started=7.0, bound_s=5.0, steady=100.0)
     assert resync.update(101.0, {})          # no writer found yet: discovery may be slow
     resync.heard(b'a')
     assert resync.update(102.0, WRITERS)     # /executor shown, not heard
     assert resync.status(102.0) == 're-reading the writers for 2.00 s'
     assert not resync.update(105.0, WRITERS)
-    assert resync.unheard == ('/executor',)
+    assert resync.unheard == ('/executor',) and not resync.complete
     assert 'bound reached; not heard: /executor' in resync.status(105.0)
-    resync.heard(b'b')                       # too late: it ended
+    assert resync.heard(b'b') is False       # too late: it ended (the node says so)
     assert not resync.active
+
+
+def test_with_no_writer_that_answers_it_ends_on_its_bound():
+    resync = Resync(started=0.0, bound_s=2.0, steady=10.0)
+    assert resync.update(11.9, {}) and not resync.update(12.0, {})
+    assert not resync.complete and 'no writer answered' in resync.status(12.0)
 
 
 def test_a_bound_of_zero_is_no_resync():
     resync = Resync(started=3.0, bound_s=0.0)
-    assert not resync.active and not resync.update(3.0, WRITERS)
+    assert not resync.active and not resync.update(3.0, WRITERS) and resync.complete
     assert resync.status(9.0) == 'no resync (resync_timeout_s is 0)'
     with pytest.raises(ValueError, match='bound_s'):
         Resync(0.0, -1.0)

@@ -1,21 +1,29 @@
-"""A cabin's absent and stale notes stay sorted by key, and are rebuilt only when they change."""
+"""A cabin's absent and stale notes stay sorted by key, and are rebuilt only when they change.
+
+The stale keys of a glob are counted per glob, the most valuable few listed (summaries).
+"""
+
+from fnmatch import fnmatchcase
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from working_memory.core.items import BoardEntry
-from working_memory.core.manifest import Manifest
-from working_memory.core.selection import CabinBoard, SortedNotes, stale_note
+from working_memory.core.items import BoardEntry, MissingReason, MissingSummary
+from working_memory.core.manifest import Manifest, is_glob
+from working_memory.core.selection import (CabinBoard, LISTED_PER_GLOB, SortedNotes,
+                                           stale_note)
 
 KEYS = tuple(f'sensor:{n}' for n in (3, 1, 10, 2, 7)) + ('door:d1', 'door:d2', 'other:x')
-MANIFEST = Manifest.from_dict('monitor', {'board_keys': ['sensor:*', 'door:*'],
+MANIFEST = Manifest.from_dict('monitor', {'board_keys': ['sensor:*', 'door:*', 'sensor:1'],
                                           'tags': {'include': ['energy']},
+                                          'weights': ['sensor:7=0.9'],
                                           'drop': ['door:d2']})
 changes = st.lists(st.tuples(
     st.dictionaries(st.sampled_from(KEYS), st.one_of(
         st.none(), st.tuples(st.sampled_from([0.0, 0.3, 2.0]),
                              st.sampled_from([(), ('energy',), ('charging',)]),
-                             st.sampled_from([0.0, 0.0, 0.5])))),   # age on arrival [s]
+                             st.sampled_from([0.0, 0.0, 0.5]),      # age on arrival [s]
+                             st.sampled_from([None, 0.2, 0.8])))),  # importance
     st.sampled_from([0.1, 0.5, 1.0])), min_size=1, max_size=20)
 
 
@@ -39,13 +47,69 @@ def test_sorted_notes_are_the_absent_and_stale_notes_by_key_after_any_changes(st
     for step, dt in steps:
         now += dt
         cabin.update(mirror, _applied(mirror, step, lambda key, spec: BoardEntry(
-            key, 1, now - spec[2], ttl=spec[0], tags=spec[1])), now)
+            key, 1, now - spec[2], spec[3], ttl=spec[0], tags=spec[1])), now)
         assert cabin.absent_sorted == tuple(sorted(cabin.absent.values(), key=lambda n: n.key))
         assert cabin.stale_sorted == tuple(cabin.absent[key] for key in sorted(cabin.stale))
         fresh = CabinBoard(MANIFEST, ('goal', 'safety'))
         fresh.update(mirror, None, now)
         assert fresh.absent_sorted == cabin.absent_sorted
         assert fresh.stale_sorted == cabin.stale_sorted
+        assert (cabin.stale_listed, cabin.summaries) == _listing_from_scratch(cabin, mirror)
+        assert (fresh.stale_listed, fresh.summaries) == (cabin.stale_listed, cabin.summaries)
+
+
+def _listing_from_scratch(cabin, mirror):
+    """Return (stale notes listed, summaries) of a cabin's stale keys, worked out anew."""
+    manifest = cabin.manifest
+    patterns = manifest.selects.patterns
+    globs = [pattern for pattern in patterns if is_glob(pattern)]
+    listed, groups = [], {pattern: [] for pattern in globs}
+    for key in cabin.stale:
+        glob = None if key in patterns else next(
+            (pattern for pattern in globs if fnmatchcase(key, pattern)), None)
+        (listed if glob is None else groups[glob]).append(cabin.absent[key])
+    summaries = []
+    for pattern, notes in groups.items():
+        if not notes:
+            continue
+
+        def rank(note):
+            entry = mirror[note.key]
+            value = manifest.weight_for(note.key) if entry.importance is None else (
+                entry.importance)
+            return -value, -note.since, note.key
+        listed += sorted(notes, key=rank)[:LISTED_PER_GLOB]
+        sinces = [note.since for note in notes]
+        summaries.append(MissingSummary(pattern, MissingReason.STALE, len(notes),
+                                        min(len(notes), LISTED_PER_GLOB), min(sinces),
+                                        max(sinces)))
+    return tuple(sorted(listed, key=lambda note: note.key)), tuple(summaries)
+
+
+def test_a_globs_stale_keys_are_counted_and_its_most_valuable_listed():
+    manifest = Manifest.from_dict('monitor', {'board_keys': ['obj:*', 'pose'],
+                                              'weights': ['obj:7=0.9']})
+    cabin = CabinBoard(manifest, ('goal', 'safety'))
+    # 1,000 detections whose ttl ran out one after another, one of them weighted higher,
+    # one with its own importance; the pose, an exact key, stale too.
+    mirror = {f'obj:{n}': BoardEntry(f'obj:{n}', n, n * 0.001, 0.95 if n == 500 else None,
+                                     ttl=1.0) for n in range(1000)}
+    mirror['pose'] = BoardEntry('pose', {'x': 0.0, 'y': 0.0}, 0.0, ttl=1.0)
+    cabin.update(mirror, None, 10.0)
+    assert len(cabin.stale) == 1001
+    (summary,) = cabin.summaries
+    assert (summary.pattern, summary.reason, summary.count, summary.listed) == (
+        'obj:*', MissingReason.STALE, 1000, LISTED_PER_GLOB)
+    assert (summary.oldest, summary.newest) == (1.0, 0.999 + 1.0)
+    # obj:500 (0.95), obj:7 (0.9), then the latest to go stale of the default weight.
+    assert [note.key for note in cabin.stale_listed] == ['obj:500', 'obj:7', 'obj:999', 'pose']
+    # A key refreshed leaves the count; one removed too.
+    entry = BoardEntry('obj:500', 1, 10.0, ttl=1.0)
+    mirror['obj:500'] = entry
+    del mirror['obj:7']
+    cabin.update(mirror, {'obj:500': entry, 'obj:7': None}, 10.0)
+    assert cabin.summaries[0].count == 998
+    assert [note.key for note in cabin.stale_listed] == ['obj:997', 'obj:998', 'obj:999', 'pose']
 
 
 def test_a_tick_without_changes_hands_out_the_same_sorted_notes_object():

@@ -34,13 +34,13 @@ def pack_msg(cabin, tick, values, missing=(), stamp=None):
     return msg
 
 
-def frame_msg(tick, packs, stamp=None, started=0.0):
+def frame_msg(tick, packs, stamp=None, started=0.0, start_id=''):
     """Return a frame of `tick` made at `stamp` [s] (now: a working memory that is alive)."""
     stamp = time.time() if stamp is None else stamp
     msg = ContextFrame(tick=tick, digest=f'frame-{tick}',
                        packs=[pack_msg(cabin, tick, values, stamp=stamp)
                               for cabin, values in packs.items()],
-                       started=time_from_seconds(started))
+                       started=time_from_seconds(started), start_id=start_id)
     msg.header.stamp = time_from_seconds(stamp)
     return msg
 
@@ -332,12 +332,12 @@ def test_a_restarted_nodes_packs_replace_the_old_nodes_and_a_late_old_frame_does
     seen = []
     client = WorkingMemoryClient(add_node(client_node(context, 'p')), 'planner', wm_namespace,
                                  on_pack=seen.append)
-    frames(frame_msg(500, PACKS, started=100.0))
+    frames(frame_msg(500, PACKS, started=100.0, start_id='old'))
     assert spin_until(lambda: seen)
-    frames(frame_msg(1, PACKS, started=200.0))       # a new node: ticks from 1 again
+    frames(frame_msg(1, PACKS, start_id='new'))   # a new node: ticks from 1, sim time 0
     assert spin_until(lambda: client.latest().tick == 1)
-    frames(frame_msg(501, PACKS, started=100.0))     # a late frame of the node gone
-    frames(frame_msg(2, PACKS, started=200.0))
+    frames(frame_msg(501, PACKS, started=100.0, start_id='old'))   # a late frame of the node gone
+    frames(frame_msg(2, PACKS, started=0.0, start_id='new'))
     assert spin_until(lambda: client.latest().tick == 2)
-    assert [(view.started, view.tick) for view in seen] == [(100.0, 500), (200.0, 1),
-                                                            (200.0, 2)]
+    assert [(view.start_id, view.tick) for view in seen] == [('old', 500), ('new', 1),
+                                                             ('new', 2)]

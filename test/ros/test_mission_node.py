@@ -93,7 +93,7 @@ def test_a_working_memory_that_starts_later_gets_the_mission_when_it_asks(start_
                                       latched_qos(ANSWERS_KEPT))
     ask = listener.node.create_publisher(Resync, 'resync/request', latched_qos(1))
     now = listener.node.get_clock().now().nanoseconds * 1e-9
-    ask.publish(resync_msg('/restarted/working_memory', now, 60.0))
+    ask.publish(resync_msg('/restarted/working_memory', now, 60.0, 'a1'))
     spin_until(lambda: {a.writer for a in answers} and len(answers) == 2)
     keys = {entry.key for answer in answers for entry in answer.entries}
     assert set(STATIC_KEYS) <= keys

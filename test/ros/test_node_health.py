@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from working_memory.core.items import Missing, MissingReason
-from working_memory.ros.diagnostics import (CapacityUse, Health, Level, idle_period_s,
-                                            lifecycle_status, stall)
+from working_memory.core.items import Missing, MissingReason, MissingSummary
+from working_memory.ros.diagnostics import (BoardGrowth, CapacityUse, Health, Level,
+                                            idle_period_s, lifecycle_status, stall)
 from working_memory.ros.params import (PARAMS, ParamType, SPECS, cabin_param_specs, cabin_specs,
                                        check_known, check_parameter, check_refused,
                                        coerce, config_from_values, default_values, drop_cabin,
@@ -215,3 +215,53 @@ def test_tick_overruns_and_clock_jumps_warn():
     ticks = statuses(health, 2.0)['ticks']
     assert ticks.level is Level.WARN and dict(ticks.values)['overruns'] == '1'
     assert dict(ticks.values)['clock_jumps'] == 'epoch 1: -90.000 s'
+
+
+def test_missing_status_tells_the_keys_counted_per_glob_beside_the_listed_ones():
+    health = Health({}, started=0.0)
+    listed = [Missing(f'obj:{n}', MissingReason.STALE, 'stale', 1.0) for n in range(3)]
+    counted = {'planner': [MissingSummary('obj:*', MissingReason.STALE, 4980, 3, 0.5, 1.0)]}
+    missing = health.statuses(1.0, epoch=0, capacity=USE, missing={'planner': listed},
+                              stale_check=True, counted=counted)[-1]
+    assert missing.level is Level.WARN
+    assert missing.message == 'planner: 3 missing (4977 more counted per glob)'
+    assert dict(missing.values)['planner.counted'] == 'obj:*: 4980 STALE'
+
+
+def _grown(growth, seconds, per_s, prefix='obj:', removed_per_s=0, start_keys=0, start=0.0):
+    """Feed `growth` one status a second for `seconds` s of a prefix arriving at `per_s`/s."""
+    status = None
+    for second in range(seconds + 1):
+        arrived, removed = start_keys + per_s * second, removed_per_s * second
+        status = growth.status(start + second, 10 + arrived - removed,
+                               {prefix: (arrived, removed), 'pose': (10, 0)})
+    return status
+
+
+def test_board_growth_names_the_prefix_whose_keys_pile_up_and_nobody_removes():
+    status = _grown(BoardGrowth(window_s=30.0, warn_keys=1000), 40, per_s=100)
+    assert status.level is Level.WARN
+    values = dict(status.values)
+    assert (values['keys'], values['growth_keys_per_s'], values['growth_window_s']) == (
+        '4010', '100.00', '30.0')
+    assert values['grows.obj:'] == '+3000 keys in 30 s, 0 removed'
+    assert 'keys accumulate that nobody removes: obj: +3000 (0 removed)' in status.message
+    assert 'pose' not in status.message
+
+
+def test_a_board_filled_once_or_whose_keys_are_removed_as_they_come_is_no_warning():
+    # 50,000 keys in the first second, none after: large, not growing.
+    filled = _grown(BoardGrowth(window_s=30.0, warn_keys=1000), 40, per_s=0,
+                    start_keys=50_000)
+    assert filled.level is Level.OK and dict(filled.values)['keys'] == '50010'
+    # Keys that arrive at 100/s and are removed at 100/s: the board does not grow.
+    balanced = _grown(BoardGrowth(window_s=30.0, warn_keys=1000), 40, per_s=100,
+                      removed_per_s=100)
+    assert balanced.level is Level.OK
+    # Growth that stopped half a window ago: no longer piling up.
+    growth = BoardGrowth(window_s=30.0, warn_keys=1000)
+    _grown(growth, 20, per_s=200)
+    stopped = _grown(growth, 20, per_s=0, start_keys=4000, start=20.0)
+    assert stopped.level is Level.OK
+    # Too short a history to tell.
+    assert _grown(BoardGrowth(window_s=30.0, warn_keys=1000), 10, per_s=500).level is Level.OK

@@ -50,7 +50,8 @@ def test_statuses_are_named_by_the_fully_qualified_node_name(start_memory):
     array = next(array for array in reversed(probe.diagnostics)
                  if any(s.name == status.name for s in array.status))
     names = [s.name.removeprefix(f'{probe.fully_qualified_name}: ') for s in array.status]
-    assert names == ['lifecycle', 'capacity', 'ticks', 'inputs', 'qos', 'missing', 'resync']
+    assert names == ['lifecycle', 'capacity', 'ticks', 'inputs', 'qos', 'missing', 'board',
+                     'resync']
     assert level(array.status[0]) == 'OK' and array.status[0].message == 'active: ticking'
 
 

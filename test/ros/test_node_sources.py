@@ -243,13 +243,16 @@ def test_gazebo_odometry_at_50_hz_is_the_packs_pose(start_memory, tmp_path):
     assert pose['y'] == 6.0 and math.isclose(pose['yaw'], 0.3, abs_tol=1e-9)
 
 
-def test_a_source_on_an_input_of_the_node_fails_configure_naming_it(start_memory, tmp_path,
+def test_a_source_on_an_input_or_no_topic_fails_configure_naming_it(start_memory, tmp_path,
                                                                     capfd, namespace):
-    # `map` as the node names it, and `board` as it resolves in the node's namespace.
-    for index, topic in enumerate(('map', f'{namespace}/board')):
+    # `map` as the node names it, `board` as it resolves in the node's namespace, no topic.
+    for index, (topic, named) in enumerate((
+            ('map', 'an input of the node already'),
+            (f'{namespace}/board', 'an input of the node already'),
+            ('no spaces', 'sources.grid.topic: failed to resolve name'))):
         path = tmp_path / f'clash{index}.yaml'
         path.write_text(f'sources:\n  grid:\n    topic: {topic}\n'
                         '    type: nav_msgs/msg/OccupancyGrid\n    board: [{key: grid}]\n')
         node, _ = start_memory({'sources_file': str(path)}, configure=False)
         assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
-        assert 'an input of the node already' in capfd.readouterr().err
+        assert named in capfd.readouterr().err

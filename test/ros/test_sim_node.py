@@ -139,7 +139,7 @@ def test_a_working_memory_that_starts_later_gets_the_static_keys_when_it_asks(st
     probe.node.create_subscription(ResyncAnswer, 'resync/answer', answers.append,
                                    latched_qos(ANSWERS_KEPT))
     ask = probe.node.create_publisher(Resync, 'resync/request', latched_qos(1))
-    ask.publish(resync_msg('/restarted/working_memory', probe.clock[-1], 30.0))
+    ask.publish(resync_msg('/restarted/working_memory', probe.clock[-1], 30.0, 'a1'))
     spin_until(lambda: len(answers) == 2)
     keys = {entry.key for answer in answers for entry in answer.entries}
     assert {'goal:deliver', 'safety:zone/high_voltage', 'door:main', 'pose'} <= keys

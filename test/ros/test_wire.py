@@ -10,7 +10,8 @@ from rclpy.serialization import deserialize_message, serialize_message
 from working_memory.core.frames import freeze_window, make_frame, make_pack
 from working_memory.core.frozen import deep_freeze
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, EventKind, Item, Missing, MissingReason, Source
+from working_memory.core.items import (Event, EventKind, Item, Missing, MissingReason,
+                                       MissingSummary, Source)
 from working_memory.ros import conversions as conv
 from working_memory.ros import wire as wire_module
 from working_memory.ros.wire import FrameEncoder
@@ -61,8 +62,13 @@ def windows(draw):
 def packs(draw, tick, stamp):
     missing = [Missing(draw(TEXT), draw(st.sampled_from(MissingReason)), draw(TEXT))
                for _ in range(draw(st.integers(0, 3)))]
+    summaries = [MissingSummary(draw(TEXT), draw(st.sampled_from(MissingReason)),
+                                draw(st.integers(0, 2**32 - 1)), draw(st.integers(0, 2**32 - 1)),
+                                draw(STAMPS), draw(STAMPS))
+                 for _ in range(draw(st.integers(0, 2)))]
     return make_pack(draw(TEXT), tick, stamp, draw(items()), draw(events()), draw(windows()),
-                     missing, effective=stamp + draw(st.floats(0.0, 100.0)))
+                     missing, effective=stamp + draw(st.floats(0.0, 100.0)),
+                     summaries=summaries)
 
 
 @st.composite
@@ -72,14 +78,15 @@ def frames(draw):
 
 
 def assert_same_wire(ours: bytes, frame, map_frame, inputs=None, inline_windows=True,
-                     started=0.0, resyncing=False):
+                     started=0.0, resyncing=False, start_id=''):
     """Assert `ours` is rclpy's serialization of the frame's message, byte for byte.
 
     Fast CDR leaves alignment padding uninitialised, so a padding byte may differ (ours
     are zero); every other byte must be equal, and both must decode to the same message.
     """
     expected = serialize_message(conv.context_frame_msg(frame, map_frame, inputs,
-                                                        inline_windows, started, resyncing))
+                                                        inline_windows, started, resyncing,
+                                                        start_id))
     assert len(ours) == len(expected)
     assert all(mine == 0 for mine, theirs in zip(ours, expected) if mine != theirs)
     assert (repr(deserialize_message(ours, conv.ContextFrame))
@@ -94,12 +101,13 @@ def encoder():
 
 @settings(max_examples=150, deadline=None)
 @given(frames(), TEXT, st.dictionaries(TEXT, st.integers(0, 2**64 - 1), max_size=3),
-       st.booleans(), STAMPS, st.booleans())
+       st.booleans(), STAMPS, st.booleans(), TEXT)
 def test_frame_bytes_equal_rclpy_serialization_of_the_frame_message(frame, map_frame, inputs,
                                                                     inline, started,
-                                                                    resyncing):
-    assert_same_wire(encoder().frame(frame, map_frame, inputs, inline, started, resyncing),
-                     frame, map_frame, inputs, inline, started, resyncing)
+                                                                    resyncing, start_id):
+    assert_same_wire(encoder().frame(frame, map_frame, inputs, inline, started, resyncing,
+                                     start_id),
+                     frame, map_frame, inputs, inline, started, resyncing, start_id)
 
 
 @settings(max_examples=60, deadline=None)
@@ -123,8 +131,7 @@ def test_cached_pieces_serialize_later_frames_exactly(frames_, data):
 
 def test_an_empty_frame_is_a_header_tick_digest_and_two_empty_sequences():
     frame = make_frame(7, 1.5, [])
-    assert encoder().frame(frame, 'map') == serialize_message(conv.context_frame_msg(frame,
-                                                                                     'map'))
+    assert_same_wire(encoder().frame(frame, 'map'), frame, 'map')
 
 
 def test_many_items_used_at_the_tick_and_before_serialize_exactly():
@@ -163,6 +170,25 @@ def test_a_note_from_before_a_resets_ros_zero_still_says_it_ages():
     assert [m.since for m in view.missing] == [0.0, None]
     assert view.missing[0].text(view.stamp) == 'stale: its ttl of 1.0 s ran out 2.0 s ago'
     assert view.missing[1].text(view.stamp) == 'not on the board'
+
+
+def test_a_summary_goes_out_on_the_packs_clock_and_a_pack_view_reads_it_as_the_node_does():
+    # Effective time 100 s ahead of ROS time (a reset): the summary's times go out as ROS
+    # time of the pack's epoch, and the client's PackView reads the same text as the core's.
+    stamp, effective = 20.0, 120.0
+    summary = MissingSummary('obj:*', MissingReason.STALE, 36_250, 3, 105.5, 119.0)
+    pack = make_pack('planner', 9, stamp, [], [], None, [], effective=effective,
+                     summaries=[summary])
+    frame = make_frame(9, stamp, [pack], effective=effective)
+    assert_same_wire(encoder().frame(frame, 'map'), frame, 'map')
+    msg = conv.context_frame_msg(frame, 'map').packs[0]
+    (out,) = msg.missing_summaries
+    assert (out.pattern, out.count, out.listed, out.oldest.sec, out.newest.sec) == (
+        'obj:*', 36_250, 3, 5, 19)
+    (view,) = conv.pack_view_from_msg(msg, None).missing_summaries
+    assert view.text(stamp) == summary.text(effective) == (
+        '36250 key(s) under obj:* STALE: their ttl ran out 14.5 s to 1.0 s ago; '
+        'the 3 most valuable listed')
 
 
 @settings(max_examples=40, deadline=None)

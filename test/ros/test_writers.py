@@ -49,16 +49,17 @@ def test_the_board_writer_sends_strict_json_and_answers_a_resync_once(wire, spin
     assert math.isnan(probe.board[1].entries[0].importance)
     assert list(probe.board[2].removed_keys) == ['door:a']
     # The request of a node that started: one answer with what the writer holds now.
-    request(resync_msg('/wm', 60.0, 10.0))
+    request(resync_msg('/wm', 60.0, 10.0, 'start-1'))
     assert spin_until(lambda: probe.answers)
     answer = probe.answers[0]
-    assert (answer.node, seconds_from_time(answer.request_stamp)) == ('/wm', 60.0)
+    assert (answer.node, seconds_from_time(answer.request_stamp), answer.start_id) == (
+        '/wm', 60.0, 'start-1')
     assert answer.writer.startswith(f'{node.get_fully_qualified_name()}#')
     assert {entry.key: seconds_from_time(entry.stamp) for entry in answer.entries} == {
         'goal:deliver': pytest.approx(seconds_from_time(first.stamp)), 'pose': 50.0}
     assert not answer.events
-    request(resync_msg('/wm', 60.0, 10.0))   # the same request again: answered already
-    request(resync_msg('/wm', 61.0, 10.0))   # the node started again: answered
+    request(resync_msg('/wm', 60.0, 10.0, 'start-1'))   # the same start again: answered already
+    request(resync_msg('/wm', 60.0, 10.0, 'start-2'))   # started again, the same stamp (sim time)
     assert spin_until(lambda: len(probe.answers) == 2)
     spin_until(lambda: False, timeout=0.3)
     assert len(probe.answers) == 2 and len(probe.board) == 3   # answers never go on `board`
@@ -71,7 +72,7 @@ def test_an_answer_reaches_a_node_that_matches_the_writer_only_later(
     node = add_node(rclpy.create_node('writer', namespace=namespace, context=context))
     board = BoardWriter(node)
     board.set('pose', {'x': 1.0, 'y': 2.0})
-    board._on_request(resync_msg('/wm', 70.0, 0.0))   # as if the request had come
+    board._on_request(resync_msg('/wm', 70.0, 0.0, 'start-1'))   # as if the request had come
     late = add_node(rclpy.create_node('late', namespace=namespace, context=context))
     answers = []
     late.create_subscription(ResyncAnswer, 'resync/answer', answers.append,
@@ -111,7 +112,7 @@ def test_the_event_logger_answers_with_its_window_oldest_first_as_first_sent(wir
     assert [(e.kind, e.source) for e in probe.log] == [
         (LogEvent.ACTION, 'executor'), (LogEvent.FAILURE, 'executor'),
         (LogEvent.CONSTRAINT, 'executor')]
-    request(resync_msg('/wm', now, 10.0))
+    request(resync_msg('/wm', now, 10.0, 'start-1'))
     assert spin_until(lambda: probe.answers)
     assert [(event.key, event.header.stamp) for event in probe.answers[0].events] == [
         (probe.log[2].key, probe.log[2].header.stamp),

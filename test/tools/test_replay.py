@@ -40,10 +40,13 @@ TOPICS = {'/board': 'working_memory/msg/BoardUpdate', '/log': 'working_memory/ms
           '/parameter_events': 'rcl_interfaces/msg/ParameterEvent'}
 
 
-def board_msg(tick: int, now: float, stamped: bool = True):
+def board_msg(tick: int, now: float, stamped: bool = True, growing: int = 0):
+    """Return the tick's update; `growing` new sensor keys a tick that soon go stale (0.12 s)."""
     stamp = now if stamped else 0.0   # unstamped: the node stamps it when it takes it
     entries = [BoardEntry('pose', {'x': 1.0 + 0.01 * tick, 'y': 1.0}, stamp, None, 0.0, ()),
                BoardEntry(f'sensor:{tick % 4}', {'reading': float(tick)}, stamp, None, 1.0, ())]
+    entries += [BoardEntry(f'sensor:obj{tick}_{n}', {'n': n}, stamp, 0.01 * n, 0.12, ())
+                for n in range(growing)]
     if tick == 1:
         entries += [BoardEntry('goal:deliver', {'x': 2, 'y': 1}, stamp, 1.0, 0.0, ()),
                     BoardEntry('safety:zone/a', {'polygon': [[0, 0], [1, 0], [1, 1]]}, stamp,
@@ -81,7 +84,8 @@ def parameter_event(stamp_ns: int, name: str, value) -> bytes:
 
 
 def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_at=None,
-              receipts=True, torn_at=None, unrecorded=(), declared=True, unstamped_at=()):
+              receipts=True, torn_at=None, unrecorded=(), declared=True, unstamped_at=(),
+              growing=0):
     """Write a synthetic run; return its bag.
 
     late_board_at: ticks whose board message the recorder writes before the frame although
@@ -92,6 +96,7 @@ def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_
     another planner process) names an older frame. declared False: the recorder heard only
     the capacity, not the parameters the node declared as it started. unstamped_at: ticks
     whose board message has no stamp; the node takes it 1 ms after the recorder does.
+    growing: new sensor keys per tick that go stale and stay (counted in a summary).
     """
     manifests = manifests_from_params({'cabins': CABINS})
     working_set = WorkingSet(capacity)
@@ -145,7 +150,7 @@ def write_run(path, *, capacity=4, late_board_at=(), missed_board_at=(), shrink_
             for topic, msg in pending:
                 node_takes(topic, msg, now - 0.05)
             pending.clear()
-            msg = board_msg(tick, now - 0.05, tick not in unstamped_at)
+            msg = board_msg(tick, now - 0.05, tick not in unstamped_at, growing)
             if tick not in missed_board_at:
                 write('/board', msg, stamp_ns - 50_000_000)
             if tick in late_board_at:
@@ -182,6 +187,31 @@ def test_replay_reproduces_every_frame_of_the_run(tmp_path):
     run, result = replayed(write_run(tmp_path / 'run'))
     assert (result.ticks, result.agreeing) == (TICKS, TICKS)
     assert recorded_settings(run).source == 'parameter events of /working_memory in the bag'
+
+
+def test_a_glob_of_keys_that_keep_going_stale_replays_exactly_and_why_reads_its_summary(
+        tmp_path, capsys):
+    bag = write_run(tmp_path / 'run', growing=25)
+    run, result = replayed(bag)
+    assert (result.ticks, result.agreeing) == (TICKS, TICKS)
+    pack = run.recording.frames[-1].packs['planner']
+    (summary,) = pack.summaries
+    # Tick 12: the 25 keys of each tick up to 11 went stale; the most valuable listed are
+    # the three of importance 0.24 that went stale last.
+    assert (summary.pattern, summary.reason, summary.count, summary.listed) == (
+        'sensor:*', 'STALE', 25 * 11, 3)
+    assert [m.key for m in pack.missing] == ['sensor:obj10_24', 'sensor:obj11_24',
+                                             'sensor:obj9_24']
+    assert inspect.main([str(bag), '--tick', str(TICKS), '--cabin', 'planner']) == 0
+    out = capsys.readouterr().out
+    assert ('missing, counted per glob (1):\n  sensor:*  STALE  275 key(s) under sensor:* '
+            'STALE: their ttl ran out 1.0 s to 0.0 s ago; the 3 most valuable listed') in out
+    # A key the packs count but never list: its timeline says so, with the summary.
+    assert inspect.main([str(bag), '--why', 'sensor:obj1_3']) == 0
+    out = capsys.readouterr().out
+    assert ('  ticks 2-12: missing STALE (not listed: under sensor:*, whose STALE keys the '
+            'pack counts') in out
+    assert '  stale since tick 2' in out
 
 
 def test_a_message_recorded_before_the_tick_but_received_after_it_waits_for_the_receipt(

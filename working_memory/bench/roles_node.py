@@ -84,19 +84,25 @@ class Load(Node):
     """Publish the map once (latched) and board updates at `rate` [Hz].
 
     Each update changes `per_msg` keys of `keys` (`prefix<i>`, cycling); with `fill`
-    every key is published once first, in updates of FILL_CHUNK entries. Nothing goes
+    every key is published once first, in updates of FILL_CHUNK entries. With `new_keys`
+    every update sets keys never seen before (`prefix<keys>`, then on; none is ever
+    removed), as per-object state does; entries live `ttl` [s]. Nothing goes
     out on `board` before a subscriber matched, so every update sent can be accounted
     for (taken or counted lost) by the subscriber.
     """
 
     def __init__(self, rate: float, keys: int, map_side: int, resolution: float,
-                 prefix: str = 'sensor:', per_msg: int = 1, fill: bool = False):
+                 prefix: str = 'sensor:', per_msg: int = 1, fill: bool = False,
+                 new_keys: bool = False, ttl: float = 1.0):
         super().__init__('bench_load')
         self._board = self.create_publisher(BoardUpdate, 'board', qos.input_qos())
         self._map = self.create_publisher(OccupancyGrid, 'map', qos.map_qos())
         self._keys, self._sent, self._rate = max(1, keys), 0, rate
         self._prefix, self._per_msg, self._index = prefix, max(1, per_msg), 0
         self._fill = fill
+        self._new_keys, self._ttl = new_keys, ttl
+        if new_keys:
+            self._index = self._keys if fill else 0
         self.messages = 0  # every board update sent (fill, mission and changes)
         grid = OccupancyGrid()
         grid.header.frame_id = 'map'
@@ -149,7 +155,7 @@ class Load(Node):
 
     def _entry(self, index: int, now: float) -> BoardEntry:
         return BoardEntry(f'{self._prefix}{index}', {'reading': math.sin(self._sent + index)},
-                          now, importance=0.05, ttl=1.0, tags=('sensor',))
+                          now, importance=0.05, ttl=self._ttl, tags=('sensor',))
 
     def _publish_changes(self) -> None:
         if self.matched():
@@ -159,7 +165,8 @@ class Load(Node):
         now = time.time()
         entries = []
         for _ in range(self._per_msg):
-            entries.append(self._entry(self._index % self._keys, now))
+            entries.append(self._entry(
+                self._index if self._new_keys else self._index % self._keys, now))
             self._index += 1
         self._send(entries, now)
         self._sent += 1
@@ -449,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--prefix', default='sensor:', help='board key prefix of the load')
     parser.add_argument('--per-msg', type=int, default=1, help='changed keys per update')
     parser.add_argument('--fill', action='store_true', help='publish every key once first')
+    parser.add_argument('--new-keys', action='store_true',
+                        help='load: every update sets keys never seen before (none removed)')
+    parser.add_argument('--ttl', type=float, default=1.0, help='load: entries ttl [s]')
     parser.add_argument('--map-side', type=int, default=4000)
     parser.add_argument('--resolution', type=float, default=0.05)
     parser.add_argument('--tick-hz', type=float, default=100.0)
@@ -478,7 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.role in ('load', 'flood'):
             node = Load(args.rate if args.role == 'load' else 0.0, args.keys, args.map_side,
-                        args.resolution, args.prefix, args.per_msg, args.fill)
+                        args.resolution, args.prefix, args.per_msg, args.fill,
+                        args.new_keys, args.ttl)
             if args.role == 'flood':
                 _spin_until(node, node.matched, 20.0)
                 _spin_for(node, 0.5)

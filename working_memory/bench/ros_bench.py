@@ -11,8 +11,9 @@ bytes per tick (frames + window topics) with map windows by reference beside inl
 CPU at 100 Hz ticks + 1 kHz board updates; late frames at 100 Hz under that load (the
 ros2-performance rule: interval > period + min(0.2 period, 5 ms)); board messages taken
 per second under a flood while ticking at 100 Hz; `~/assemble` round trip, planner and
-monitor packs; node CPU fed a robot's six typed topics as sources against the equivalent
-BoardUpdates (bench/sources.py).
+monitor packs; a board that only grows (`growing`: 100,000 keys under one glob, 99 % stale,
+1,000 new keys a second, 100 Hz, capacity 40) beside a 100-key board; node CPU fed a
+robot's six typed topics as sources against the equivalent BoardUpdates (bench/sources.py).
 """
 
 from __future__ import annotations
@@ -189,9 +190,19 @@ def bulk_config(path: pathlib.Path, items: int) -> pathlib.Path:
     return path
 
 
+def growing_config(path: pathlib.Path, capacity: int) -> pathlib.Path:
+    """Write a params file with one cabin selecting `obj:*` (per-object state) at `capacity`."""
+    path.write_text(
+        '/**:\n  ros__parameters:\n'
+        f'    capacity: {capacity}\n'
+        '    cabin_names: [tracker]\n'
+        '    cabins:\n      tracker:\n        board_keys: ["obj:*"]\n', encoding='utf-8')
+    return path
+
+
 # Figure groups, each runnable alone (--only). soak runs only when asked (--soak).
 GROUPS = ('frames10', 'frames100', 'wire', 'flood', 'burst', 'assemble', 'scaling',
-          'board100k', 'restart', 'sources', 'core')
+          'board100k', 'restart', 'growing', 'sources', 'core')
 CABINS = ('planner', 'executor', 'monitor')
 SELECTED_ITEMS = (10, 100, 1000, 5000)
 CHANGES_PER_TICK = 10
@@ -199,6 +210,11 @@ BIG_BOARD_KEYS = 100_000
 BIG_BOARD_CHANGES_HZ = 1000.0   # [1/s] keys changed per second on the big board
 BIG_BOARD_TICK_HZ = 20.0        # [Hz]
 BIG_BOARD_CAPACITY = 256
+GROWING_NEW_HZ = 1000.0         # [1/s] keys never seen before, a second, on the growing board
+GROWING_TTL_S = 1.0             # [s] their ttl: 1 % of 100,000 keys fresh, 99 % stale
+GROWING_TICK_HZ = 100.0         # [Hz]
+GROWING_CAPACITY = 40
+GROWING_SMALL_KEYS = 100        # the baseline's board: as many updates over 100 keys
 BURST_S = 3.0                   # [s] flood burst
 RESTART_KEYS = 1000             # board keys the writers hold when the node starts
 RESTART_EVENTS = 5000           # events in their window
@@ -750,6 +766,35 @@ def _sources_figures(workdir, env, settings: Settings) -> list[Figure]:
     return figures
 
 
+def _growing_figures(workdir, env, settings: Settings) -> list[Figure]:
+    """Measure a board that only grows under one glob beside a 100-key board, same updates."""
+    keys, per_msg = settings.big_board_keys, 10
+    subject = settings.command(GROWING_TICK_HZ,
+                               growing_config(workdir / 'growing.yaml', GROWING_CAPACITY))
+
+    def scene(board_keys: int, *new: str) -> Scene:
+        return Scene(GROWING_TICK_HZ, (
+            '--rate', str(GROWING_NEW_HZ / per_msg), '--keys', str(board_keys), '--prefix',
+            'obj:', '--per-msg', str(per_msg), '--fill', '--ttl', str(GROWING_TTL_S),
+            '--map-side', '100', *new), settle_s=settings.settle_s + keys / 10_000 + 1.0)
+    grown, small = paired(settings, *(
+        lambda scene=scene: _frames_under_load(workdir, env, settings, scene, subject, '')
+        for scene in (scene(keys, '--new-keys'), scene(GROWING_SMALL_KEYS))))
+    name = (f'{keys:,} keys under obj:*, 99 % stale, {GROWING_NEW_HZ:g} new keys/s, '
+            f'{GROWING_TICK_HZ:g} Hz, capacity {GROWING_CAPACITY}')
+    baseline = f'{GROWING_SMALL_KEYS}-key board, same updates'
+    return [Figure(f'ticks/s, {name} (target >= 95)', 'Hz',
+                   tuple(frame_rate(r['receipt']) for r in grown),
+                   tuple(frame_rate(r['receipt']) for r in small), baseline),
+            Figure(f'frame size p99, {name} (target < 16)', 'kB',
+                   tuple(percentile(r['sizes'], 99) / 1e3 for r in grown),
+                   tuple(percentile(r['sizes'], 99) / 1e3 for r in small), baseline),
+            Figure(f'node CPU per tick, {name} (target <= 1.5x)', 'ms',
+                   tuple(1e3 * r['cpu_share'] / frame_rate(r['receipt']) for r in grown),
+                   tuple(1e3 * r['cpu_share'] / frame_rate(r['receipt']) for r in small),
+                   baseline)]
+
+
 def rss_mib(pid: int) -> float:
     """Return the resident set size [MiB] of a live process (from /proc)."""
     for line in pathlib.Path(f'/proc/{pid}/status').read_text().splitlines():
@@ -881,6 +926,8 @@ def measure(settings: Settings, domain: int) -> list[Figure]:
             figures += _board100k_figures(workdir, env, settings)
         if 'restart' in groups:
             figures += _restart_figures(workdir, env, settings)
+        if 'growing' in groups:
+            figures += _growing_figures(workdir, env, settings)
         if 'sources' in groups:
             figures += _sources_figures(workdir, env, settings)
         if settings.soak_s > 0:

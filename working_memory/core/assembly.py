@@ -37,7 +37,7 @@ from working_memory.core.frames import (DIGEST_EQUAL, DIGEST_SAME, Frame,
                                         freeze_window, make_frame, make_pack)
 from working_memory.core.gridmap import GridMap, MapWindow, as_point
 from working_memory.core.items import (BoardEntry, EVENT_ITEM_PREFIX, Event, EventKind, Missing,
-                                       MissingReason, Source)
+                                       MissingReason, MissingSummary, Source)
 from working_memory.core.manifest import (
     ALL_KINDS, BOARD_PREFIX, EVENTS_PREFIX, MAP, Manifest, is_glob)
 from working_memory.core.selection import CabinBoard, filtered, stale_note, tags_pass
@@ -88,8 +88,10 @@ class _Selection:
     board_sorted: list[str] = field(default_factory=list)          # its keys, sorted
     events: dict[str, Event] = field(default_factory=dict)  # item key -> event, oldest first
     touched: set[str] = field(default_factory=set)  # board keys whose selection changed
+    went_stale: set[str] = field(default_factory=set)  # board keys that went stale since
     stale: Mapping[str, None] = field(default_factory=dict)   # read only
-    stale_notes: tuple[Missing, ...] = ()                  # their notes, sorted by key
+    stale_notes: tuple[Missing, ...] = ()   # the notes listed of them, sorted by key
+    summaries: tuple[MissingSummary, ...] = ()   # the stale keys of each glob, counted
     withheld: list[str] = field(default_factory=list)  # keys removed by injected drops
     # Selected but not served, per key: board keys and event items kept apart for required
     # globs. The cabin's board notes (read only, and sorted by key) are kept across ticks; the
@@ -166,9 +168,6 @@ class Assembler:
         self._board_sorted: list[str] = []
         self._event_keys: set[str] | None = None
         self._rewish = False  # a cabin started over: redo the whole board wish
-        # The keys some cabin found stale last tick: their items were marked stale then, and
-        # nothing puts a key no cabin serves, so only keys newly stale need a look.
-        self._stale_keys: set[str] = set()
         # Event item keys by sequence number while the event object is the same.
         self._event_item_keys: dict[int, tuple[Event, str]] = {}
         self._event_item_keys_used: dict[int, tuple[Event, str]] = {}
@@ -317,8 +316,10 @@ class Assembler:
         selection.board = cabin.served
         selection.board_sorted = cabin.served_sorted
         selection.touched = cabin.take_touched()
+        selection.went_stale = cabin.take_went_stale()
         selection.stale = cabin.stale
-        selection.stale_notes = cabin.stale_sorted
+        selection.stale_notes = cabin.stale_listed
+        selection.summaries = cabin.summaries
         positions = self._positions
         selection.withheld = sorted(cabin.withheld, key=positions.__getitem__)
         selection.board_absent = cabin.absent
@@ -467,13 +468,12 @@ class Assembler:
         ws = self._ws
         board_wanted = self._board_wanted
         touched = set().union(*(selection.touched for selection in selections))
-        stale = set().union(*(selection.stale for selection in selections))
-        newly_stale = stale - self._stale_keys
+        # Nothing puts a key no cabin serves: only the keys that went stale since the last
+        # tick need marking (a cabin starting over names all its stale keys so).
+        newly_stale = set().union(*(selection.went_stale for selection in selections))
         if self._rewish:
             touched.update(board_wanted)
-            newly_stale = stale
             self._rewish = False
-        self._stale_keys = stale
         boards = [(selection.board, self._weight_for(selection.manifest))
                   for selection in selections] if touched else ()
         # Each cabin's part of the wishes: its served keys among the touched ones (the smaller
@@ -527,7 +527,10 @@ class Assembler:
         # Only keys whose wish changed, events and evicted keys wanted again can need a put:
         # any other wanted key is present and unchanged.
         check = touched.union(events)
-        check.update(item.key for item in ws.evicted_items() if item.key in board_wanted)
+        if ws.evicted_count < len(board_wanted):
+            check.update(item.key for item in ws.evicted_items() if item.key in board_wanted)
+        else:
+            check.update(filter(ws.is_evicted, board_wanted))
         candidates = []
         holding = ws.holding
         for key in sorted(check):
@@ -580,10 +583,11 @@ class Assembler:
             if changed_positions(steady.items, found, DIGEST_SAME, DIGEST_EQUAL):
                 pack = make_pack(name, tick, stamp, found, last.events, last.map_window,
                                  last.missing, last.absent, effective=now,
-                                 encodings=self._encodings)
+                                 encodings=self._encodings, summaries=last.summaries)
             else:
                 pack = Pack(name, tick, stamp, tuple(found), last.events, last.map_window,
-                            last.missing, last.absent, last.digest, now)
+                            last.missing, last.absent, last.digest, now,
+                            summaries=last.summaries)
                 self._encodings.carry(name)
             steady.items, steady.pack = found, pack
             self._steady[name] = steady
@@ -613,7 +617,7 @@ class Assembler:
         pack = make_pack(name, tick, stamp, items, events, selection.map_window, missing,
                          absent_sorted, effective=now,
                          readmitted=sorted(returned, key=lambda r: r.key),
-                         encodings=self._encodings)
+                         encodings=self._encodings, summaries=selection.summaries)
         self._missing_kept[name] = pack.missing
         # Kept only when nothing in it comes from outside the selection: no evicted item or
         # event, no readmission, no text of the log's latest events. (Stale keys' notes are
@@ -800,8 +804,19 @@ def _absent_sorted(selection: _Selection) -> tuple[Missing, ...] | list[Missing]
     board = selection.board_absent
     if any(key in board for key in added):   # an event item note wins over a board key's
         base = [note for note in base if note.key not in added]
-    # Two sorted runs: the sort merges them.
-    return sorted(chain(base, added.values()), key=_by_key)
+    notes = sorted(added.values(), key=_by_key)
+    if len(notes) * 16 >= len(base):
+        return sorted(chain(base, notes), key=_by_key)   # two sorted runs: the sort merges them
+    # A few notes into many (stale keys piling up under a glob): each goes in by bisection
+    # and the runs between are copied whole, not compared note by note.
+    merged, start = [], 0
+    for note in notes:
+        at = bisect.bisect_left(base, note.key, start, key=_by_key)
+        merged += base[start:at]
+        merged.append(note)
+        start = at
+    merged += base[start:]
+    return merged
 
 
 def _missing_sorted(selection: _Selection) -> list[Missing]:

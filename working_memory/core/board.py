@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -34,6 +35,14 @@ class KeyMatcher(Protocol):
 
 # Indexes kept per board; the least recently asked for is dropped beyond this.
 MAX_INDEXES = 8
+# A key's prefix, under which its arrival and removal are counted: up to its first ':' or '/'.
+_PREFIX = re.compile(r'[^:/]*[:/]')
+
+
+def key_prefix(key: str) -> str:
+    """Return the prefix `key` is counted under ('obj:' of 'obj:17'); '' without ':' or '/'."""
+    match = _PREFIX.match(key)
+    return '' if match is None else match.group()
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,8 @@ class BoardSnapshot:
         # matcher -> keys changed since its last `changes` call (True: removed at some point);
         # only for matchers asked for their changes.
         self._dirty: dict[KeyMatcher, dict[str, bool]] = {}
+        # key prefix -> [keys new to the board, keys removed] so far (see `growth`).
+        self._growth: dict[str, list[int]] = {}
 
     def apply(self, entries: Iterable[BoardEntry] = (),
               removed_keys: Iterable[str] = (), *, checked: bool = False) -> list[str]:
@@ -142,6 +153,8 @@ class BoardSnapshot:
         for entry in entries:
             current[entry.key] = entry
         self._version += 1
+        if new or removed:
+            self._count_growth(dict.fromkeys(new), removed)
         for matcher, keys in self._indexes.items():
             for key in removed:
                 keys.pop(key, None)
@@ -163,6 +176,26 @@ class BoardSnapshot:
                 if key in dirty:
                     dirty[key] = dirty.pop(key)
         return removed
+
+    def _count_growth(self, new: Iterable[str], removed: Iterable[str]) -> None:
+        """Count keys new to the board and keys removed under their prefixes; lock held."""
+        growth = self._growth
+        for column, keys in ((0, new), (1, removed)):
+            for key in keys:
+                prefix = key_prefix(key)
+                counts = growth.get(prefix)
+                if counts is None:
+                    counts = growth[prefix] = [0, 0]
+                counts[column] += 1
+
+    def growth(self) -> dict[str, tuple[int, int]]:
+        """Return {key prefix: (keys new to the board, keys removed)} counted since it began.
+
+        A key removed and set again counts once more each way; the board holds, per
+        prefix, the difference. The prefix is `key_prefix`'s ('' for keys without one).
+        """
+        with self._lock:
+            return {prefix: (counts[0], counts[1]) for prefix, counts in self._growth.items()}
 
     def view(self, keys: Iterable[str] | None = None) -> BoardView:
         """Return an immutable picture of the board as it is now (of `keys` only, if given).

@@ -6,6 +6,7 @@ import bisect
 import dataclasses
 import math
 import threading
+from collections import Counter
 from typing import Any, Iterable
 
 from working_memory.core.checks import check_int
@@ -19,10 +20,11 @@ class EventLog:
 
     `append` assigns each event the next `seq`; a late event is inserted at
     its time, so windows stay ordered. Beyond `limit` the oldest events are
-    dropped and counted in `dropped`, never silently. An event the log holds
-    already (the same stamp and content: a writer re-sending its recent events
-    after the node restarted) is taken once; the copies are counted in
-    `duplicates`. With a `timebase` (the
+    dropped and counted in `dropped`, never silently. Events a writer re-sends
+    to a restarted node come through `take_answered`: an event the log holds
+    already (the same stamp and content) is taken once, and the live copy of one
+    taken from an answer first is not taken again; those copies are counted in
+    `duplicates`. Live events are all taken, repeats included. With a `timebase` (the
     working set's) each event's stamp is placed on the effective timeline on
     arrival (`TimeBase.place`), and windows and `last_stamp` are effective times
     [s], so a clock reset neither hides old events nor reorders new ones.
@@ -37,26 +39,54 @@ class EventLog:
         self._next_seq = 0
         self._dropped = 0
         self._duplicates = 0
-        self._held: set[tuple] = set()   # identity() of each event held
+        self._held: Counter[tuple] = Counter()       # identity() -> copies held
+        self._answered: Counter[tuple] = Counter()   # ... taken from answers, no live copy yet
         self._last_stamp: dict[EventKind, float] = {}
 
     def append(self, event: Event) -> Event | None:
-        """Store `event` with the next seq; return the stored (frozen, numbered) event.
+        """Store a live `event` with the next seq; return the stored (frozen, numbered) event.
 
-        None when the log holds the same event already (see the class docstring).
+        None when it is the live copy of an event taken from a writer's answer first.
         """
+        return self._append(event, answered=False)
+
+    def take_answered(self, events: Iterable[Event]) -> list[Event]:
+        """Store the events of a writer's answer the log does not hold; return those stored.
+
+        An event held already, as many times as the answer has it, is a copy.
+        """
+        events = list(events)
+        with self._lock:
+            have = Counter({identity: self._held[identity]
+                            for identity in map(_event_identity, events)
+                            if self._held[identity]})
+        stored = []
+        for event in events:
+            identity = _event_identity(event)
+            if have[identity] > 0:
+                have[identity] -= 1
+                with self._lock:
+                    self._duplicates += 1
+                continue
+            stored.append(self._append(event, answered=True))
+        return stored
+
+    def _append(self, event: Event, answered: bool) -> Event | None:
         if not isinstance(event, Event):
             raise ValueError(f'event: must be an Event, got {event!r}')
         check_json(event.detail, f'event {event.key!r}: detail')
         detail = deep_freeze(event.detail)
         identity = _identity(event, detail)
         with self._lock:
-            if identity in self._held:
+            if answered:
+                self._answered[identity] += 1
+            elif self._answered[identity] > 0:
+                self._answered[identity] -= 1
                 self._duplicates += 1
                 return None
             effective = (event.effective_stamp if self._timebase is None
                          else self._timebase.place(event.stamp))
-            self._held.add(identity)
+            self._held[identity] += 1
             stored = dataclasses.replace(event, seq=self._next_seq, detail=detail,
                                          effective_stamp=effective)
             self._next_seq += 1
@@ -65,7 +95,11 @@ class EventLog:
             self._keys.insert(index, key)
             self._events.insert(index, stored)
             if len(self._events) > self._limit:
-                self._held.discard(_identity(self._events[0], self._events[0].detail))
+                gone = _identity(self._events[0], self._events[0].detail)
+                self._held[gone] -= 1
+                if self._held[gone] <= 0:
+                    del self._held[gone]
+                    self._answered.pop(gone, None)
                 del self._keys[0], self._events[0]
                 self._dropped += 1
             last = self._last_stamp.get(stored.kind)
@@ -74,7 +108,7 @@ class EventLog:
         return stored
 
     def extend(self, events: Iterable[Event]) -> list[Event]:
-        """Append each of `events`; return the stored events (duplicates left out)."""
+        """Append each of the live `events`; return the stored events."""
         return [stored for stored in map(self.append, events) if stored is not None]
 
     def window(self, since: float, until: float, kinds: Iterable[EventKind] | None = None,
@@ -137,6 +171,11 @@ class EventLog:
 
     def __len__(self) -> int:
         return len(self._events)
+
+
+def _event_identity(event: Event) -> tuple:
+    """Return `_identity` of an event not stored yet (its detail frozen as the log keeps it)."""
+    return _identity(event, deep_freeze(event.detail))
 
 
 def _identity(event: Event, detail: Any) -> tuple:

@@ -493,6 +493,16 @@ class PyWorkingSet:
             return []
         return [slot[ITEM] or _item(slot) for slot in self._slots.values() if slot[OUT]]
 
+    @property
+    def evicted_count(self) -> int:
+        """How many items are evicted and not since readmitted."""
+        return len(self._slots) - self._present
+
+    def is_evicted(self, key: str) -> bool:
+        """Return True when `key` is evicted and not since readmitted."""
+        slot = self._slots.get(key)
+        return slot is not None and slot[OUT]
+
     def eviction_of(self, key: str) -> EvictionRecord | None:
         """Return the eviction that keeps `key` out now, or None when it is not evicted."""
         slot = self._slots.get(key)

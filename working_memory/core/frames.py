@@ -18,13 +18,14 @@ import numpy as np
 from working_memory.core.checks import check_int
 from working_memory.core.eviction import EvictionRecord, Readmission
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, Item, Missing, Source, value_text
+from working_memory.core.items import Event, Item, Missing, MissingSummary, Source, value_text
 from working_memory.core.timebase import epoch_time
 
 DIGEST_HEX_CHARS = 16
 _item_key = operator.itemgetter(0)   # Item.key (an Item is a named tuple)
 # A Missing as the digest encodes it: its reason (a str enum) is written as its value.
 _missing_fields = operator.attrgetter('key', 'reason', 'detail', 'since')
+_summary_fields = operator.attrgetter('pattern', 'reason', 'count', 'listed', 'oldest', 'newest')
 # An Item's content as the digest encodes it, by position: the very value and source
 # (1, 2), and key, importance, stamp, stale, exempt (0, 3, 4, 6, 7) equal; last_used (5)
 # and size (8) are not content.
@@ -39,7 +40,9 @@ class Pack:
     window served (oldest first), `missing` what the manifest asked for and
     did not get, with reasons. `absent` also explains every other selected key
     that is not served, and `readmitted` how each served item that had been
-    evicted came back (for `explain`); neither is part of the digest.
+    evicted came back (for `explain`); neither is part of the digest. `summaries`
+    count the stale keys each glob selects, of which `missing` lists a few (in the
+    digest).
     `stamp` is the tick's ROS time, `effective` the same instant on the
     effective timeline [s] (items' `last_used` and notes' `since` are effective
     time). Its notes are shared with other ticks' packs while they hold (they do
@@ -57,6 +60,7 @@ class Pack:
     digest: str
     effective: float
     readmitted: tuple[Readmission, ...] = ()
+    summaries: tuple[MissingSummary, ...] = ()
 
     def item(self, key: str) -> Item | None:
         """Return the served item for `key`, or None."""
@@ -375,7 +379,7 @@ def _event_encoding(event: Event) -> bytes:
 
 def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapWindow | None,
                 missing: Iterable[Missing], encodings: ItemEncodings | None = None,
-                group: str | None = None) -> str:
+                group: str | None = None, summaries: Sequence[MissingSummary] = ()) -> str:
     """Return a pack's content digest: the same items, events, map and missing, the same digest.
 
     Bookkeeping that changes every tick without changing content (tick,
@@ -384,6 +388,7 @@ def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapW
     enter as their hash. The rest is the canonical JSON of {events, items (their
     count), map, missing}, joined from the events' own encodings (the same text).
     `group` (the pack's cabin) lets `encodings` reuse the group's unchanged item list whole.
+    The missing summaries enter the JSON only when there are some.
     """
     if encodings is None:
         parts = [_framed(_item_encoding(item)) for item in items]
@@ -395,8 +400,11 @@ def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapW
         texts = [encodings.event(event) for event in events] if events else ()
         shape, missing = encodings.rest(map_window, tuple(missing))
     # Keys in sorted order, as json.dumps(sort_keys=True) writes them.
+    counted = b''
+    if summaries:
+        counted = b',"summaries":' + _canonical(list(map(_summary_fields, summaries)))
     rest = b''.join((b'{"events":[', b','.join(texts), b'],"items":', str(len(parts)).encode(),
-                     b',"map":', shape, b',"missing":', missing, b'}'))
+                     b',"map":', shape, b',"missing":', missing, counted, b'}'))
     parts.append(_framed(rest))
     if map_window is not None:
         parts.append(_framed(cells_digest(map_window)))
@@ -407,11 +415,13 @@ def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
               events: Iterable[Event], map_window: MapWindow | None,
               missing: Iterable[Missing], absent: Iterable[Missing] = (), *,
               effective: float | None = None, readmitted: Iterable[Readmission] = (),
-              encodings: ItemEncodings | None = None) -> Pack:
+              encodings: ItemEncodings | None = None,
+              summaries: Iterable[MissingSummary] = ()) -> Pack:
     """Freeze one cabin's pack: tuples, items sorted by key, a read-only map window, digest.
 
     `effective` [s] defaults to `stamp` (no clock reset so far); `encodings` lets
-    the digest reuse unchanged items' encodings (see `ItemEncodings`).
+    the digest reuse unchanged items' encodings (see `ItemEncodings`); `summaries`
+    count the stale keys of each glob (`MissingSummary`).
     """
     items = tuple(sorted(items, key=_item_key))
     events = tuple(events)
@@ -419,9 +429,10 @@ def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
     map_window = freeze_window(map_window)
     # A tuple of notes is kept as it is: packs of many ticks then share one.
     notes = absent if absent.__class__ is tuple else tuple(absent)
+    summaries = summaries if summaries.__class__ is tuple else tuple(summaries)
     return Pack(cabin, tick, stamp, items, events, map_window, missing, notes,
-                pack_digest(items, events, map_window, missing, encodings, cabin),
-                stamp if effective is None else effective, tuple(readmitted))
+                pack_digest(items, events, map_window, missing, encodings, cabin, summaries),
+                stamp if effective is None else effective, tuple(readmitted), summaries)
 
 
 def make_frame(tick: int, stamp: float, packs: Iterable[Pack],

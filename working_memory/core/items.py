@@ -317,3 +317,35 @@ class Missing:
 def aged_text(detail: str, since: float | None, now: float) -> str:
     """Return a missing note's `detail` as read at `now` [s]: with its age since `since` [s]."""
     return detail if since is None else f'{detail} {max(0.0, now - since):.1f} s ago'
+
+
+@dataclass(frozen=True, slots=True)
+class MissingSummary:
+    """The absent keys a glob of a manifest selects, for one reason, told as one record.
+
+    A glob over a board that keeps growing (per-object keys never removed) selects
+    more keys than any pack should list: a pack lists the `listed` most valuable of
+    them as `Missing` notes and counts all `count` here. `oldest` and `newest` [s]
+    are the earliest and the latest `since` of their notes (for STALE: when their
+    ttl ran out), on the pack's timeline as `Missing.since` is.
+    """
+
+    pattern: str
+    reason: MissingReason
+    count: int
+    listed: int
+    oldest: float
+    newest: float
+
+    def text(self, now: float) -> str:
+        """Return the summary as read at `now` [s] ('4980 key(s) under obj:* STALE: ...')."""
+        return summary_text(self.pattern, self.reason.value, self.count, self.listed,
+                            self.oldest, self.newest, now)
+
+
+def summary_text(pattern: str, reason: str, count: int, listed: int, oldest: float,
+                 newest: float, now: float) -> str:
+    """Return a missing summary as read at `now` [s]; `reason` is a MissingReason's name."""
+    ages = f'{max(0.0, now - oldest):.1f} s to {max(0.0, now - newest):.1f} s ago'
+    when = f'their ttl ran out {ages}' if reason == MissingReason.STALE.value else f'since {ages}'
+    return f'{count} key(s) under {pattern} {reason}: {when}; the {listed} most valuable listed'

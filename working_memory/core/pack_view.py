@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import Event, EventKind, Missing, MissingReason
+from working_memory.core.items import Event, EventKind, Missing, MissingReason, MissingSummary
 
 
 class PackValueError(ValueError):
@@ -26,8 +26,6 @@ class PackView:
     joined from its cabin's window topic, its cells checked against `map_window_digest`.
     Decision nodes report
     (tick, frame_digest) so the monitor can prove every cabin used the same frame.
-    A view is ordered by (started, tick): `newer_than` tells a restarted node's packs
-    from the last ones of the node before it.
     """
 
     cabin: str
@@ -41,21 +39,23 @@ class PackView:
     map_window: MapWindow | None
     # Digest of the map window the pack names ('' without one); the window is checked against it.
     map_window_digest: str = ''
+    # Per glob of the manifest and reason, the absent keys it selects, counted: `missing` lists
+    # only the most valuable few of them (times are ROS time, as `missing`'s since).
+    missing_summaries: tuple[MissingSummary, ...] = ()
     # When the node that made it started from an empty memory [s] (0: not known, the
     # Assemble service); its ticks count from 1 again after a restart.
     started: float = 0.0
     # True when the node was still re-reading the writers (items may be absent that the
     # board holds; absent keys read RESYNCING).
     resyncing: bool = False
+    # Unique to the node start that made it ('': not known): a new one is a restarted node.
+    start_id: str = ''
 
     def __post_init__(self):
         object.__setattr__(self, 'values', types.MappingProxyType(dict(self.values)))
         object.__setattr__(self, 'events', tuple(self.events))
         object.__setattr__(self, 'missing', tuple(self.missing))
-
-    def newer_than(self, other: PackView) -> bool:
-        """Return True when this pack is of a later tick than `other`, or of a later node."""
-        return (self.started, self.tick) > (other.started, other.tick)
+        object.__setattr__(self, 'missing_summaries', tuple(self.missing_summaries))
 
     def value(self, key: str, default: Any = None) -> Any:
         """Return the decoded value of board key `key`, or `default` when it is not in the pack."""

@@ -26,36 +26,43 @@ REMOVALS_KEPT = 10_000
 
 
 class Resync:
-    """The re-reading of the writers from `started` (the node clock's time [s]).
+    """The re-reading of the writers by the node start `start_id`, from `started`.
 
-    It ends at the first `update` after SETTLE_S in which every writer the graph
-    shows answering (publishers on `resync/answer`) has answered, and at least one
-    has; or `bound_s` after `started` whatever was heard (no writer that answers, or
-    one the discovery has not found yet: after a kill that can take seconds). Plain
-    writers (`ros2 topic pub`) answer nothing: what they published before the start
-    is lost to the node.
-    A bound of 0 ends it at once.
+    `started` is the node clock's time [s] (for people and for the writers' event
+    window); the waiting runs on a steady clock from `steady` [s] (`update`'s `now`):
+    discovery takes wall time, whatever sim time does. It ends at the first `update`
+    in which every writer the graph shows answering (publishers on `resync/answer`)
+    has answered, at least one has, and no new one appeared for SETTLE_S; or
+    `bound_s` after the start whatever was heard (no writer that answers, or one the
+    discovery has not found yet: after a kill that can take seconds). Plain writers
+    (`ros2 topic pub`) answer nothing: what they published before the start is lost
+    to the node. A bound of 0 ends it at once.
     """
 
-    def __init__(self, started: float, bound_s: float):
+    def __init__(self, started: float, bound_s: float, start_id: str = '',
+                 steady: float = 0.0):
         if not bound_s >= 0.0:
             raise ValueError(f'bound_s: must be >= 0 s, got {bound_s!r}')
         self.started = started
+        self.start_id = start_id
         self.bound_s = bound_s
-        self.ended: float | None = started if bound_s == 0.0 else None
+        self.took: float | None = 0.0 if bound_s == 0.0 else None   # [s] steady, once ended
         self.unheard: tuple[str, ...] = ()   # the writers not heard when it ended
+        self._steady = steady
         self._heard: set[bytes] = set()
+        self._seen: frozenset[bytes] = frozenset()   # the answering writers shown last
+        self._seen_since = steady                    # ... since when [s] steady
         self._removed: OrderedDict[str, float] = OrderedDict()   # key -> stamp [s]
 
     @property
     def active(self) -> bool:
         """True while the node re-reads the writers."""
-        return self.ended is None
+        return self.took is None
 
-    def heard(self, publisher: bytes) -> None:
-        """Note a message from `publisher` (its gid) since the start."""
-        if self.ended is None:
-            self._heard.add(publisher)
+    def heard(self, publisher: bytes) -> bool:
+        """Note an answer from `publisher` (its gid); return False when it came after the end."""
+        self._heard.add(publisher)
+        return self.took is None
 
     def removed(self, keys: Iterable[str], stamp: float) -> None:
         """Note board keys removed live at `stamp` [s] (the update's)."""
@@ -85,29 +92,41 @@ class Resync:
         return taken
 
     def update(self, now: float, writers: dict[bytes, str]) -> bool:
-        """Judge at `now` [s] with the graph's `writers` ({gid: name}); return True if active.
+        """Judge at `now` [s, steady] with the graph's `writers` ({gid: name}); True if active.
 
-        `writers` are the publishers on the board and log topics now.
+        `writers` are the publishers on `resync/answer` now.
         """
-        if self.ended is not None:
+        if self.took is not None:
             return False
-        waited = now - self.started
+        shown = frozenset(writers)
+        if shown != self._seen:
+            self._seen, self._seen_since = shown, now
+        waited = now - self._steady
         unheard = tuple(sorted({name for gid, name in writers.items()
                                 if gid not in self._heard}))
-        if (waited >= SETTLE_S and self._heard and not unheard) or waited >= self.bound_s:
-            self.ended, self.unheard = now, unheard
+        settled = now - self._seen_since >= SETTLE_S and waited >= SETTLE_S
+        if (settled and self._heard and not unheard) or waited >= self.bound_s:
+            self.took, self.unheard = waited, unheard
             return False
         return True
 
+    @property
+    def complete(self) -> bool:
+        """True unless it ended on its bound with a writer shown but not heard, or none heard."""
+        return self.bound_s == 0.0 or (self.took is not None and not self.unheard
+                                       and bool(self._heard))
+
     def status(self, now: float) -> str:
-        """Return a line for /diagnostics: re-reading since when, or how it ended."""
-        if self.ended is None:
-            return f're-reading the writers for {now - self.started:.2f} s'
+        """Return a line for /diagnostics (`now` [s] steady): re-reading, or how it ended."""
+        if self.took is None:
+            return f're-reading the writers for {now - self._steady:.2f} s'
         if self.bound_s == 0.0:
             return 'no resync (resync_timeout_s is 0)'
-        took = f'writers re-read in {self.ended - self.started:.2f} s'
+        took = f'writers re-read in {self.took:.2f} s'
         if self.unheard:
             return f'{took}, bound reached; not heard: {", ".join(self.unheard)}'
+        if not self._heard:
+            return f'{took}, bound reached; no writer answered'
         return took
 
 

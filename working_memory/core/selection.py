@@ -14,16 +14,21 @@ import bisect
 import fnmatch
 import heapq
 import math
+import re
 from typing import Collection, Iterable, Mapping
 
 from working_memory.core.frozen import FrozenDict
-from working_memory.core.items import BoardEntry, Missing, MissingReason
+from working_memory.core.items import BoardEntry, Missing, MissingReason, MissingSummary
 from working_memory.core.manifest import Manifest, is_glob
 
 # [s] A served entry whose ttl deadline is this close is checked exactly (float rounding of
 # large effective times); one not yet stale goes back on the heap.
 _DEADLINE_MARGIN_S = 1e-3
 _NOT_SELECTED, _DROPPED, _SELECTED = object(), object(), object()
+# The stale keys a glob selects are summarised per glob (MissingSummary); a pack lists this
+# many of them, the most valuable, as notes of their own. So a pack's notes follow the
+# manifest (its exact keys, plus this many per glob), never the number of keys on the board.
+LISTED_PER_GLOB = 3
 
 
 def tags_pass(tags: Collection[str], include: frozenset[str], exclude: frozenset[str]) -> bool:
@@ -107,6 +112,67 @@ def _key_kind(manifest: Manifest, key: str) -> object:
     return _DROPPED if drops.board.match(key) or drops.any_key.match(key) else _SELECTED
 
 
+class GlobNotes:
+    """The stale notes of the keys one glob selects: counted, ranked by value, by since.
+
+    The rank of a key is (-importance, -since, key): the most valuable first, then the
+    latest to go stale. Both orders are kept sorted as keys come and go (bisection), so
+    a summary and its listed notes cost the changes, not the keys under the glob.
+    """
+
+    __slots__ = ('pattern', 'notes', '_ranks', '_order', '_sinces')
+
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+        self.notes: dict[str, Missing] = {}
+        self._ranks: dict[str, tuple] = {}
+        self._order: list[tuple] = []
+        self._sinces: list[tuple[float, str]] = []
+
+    def add(self, note: Missing, importance: float, sort: bool = True) -> None:
+        """Hold `note` (its key not held) of a key of `importance`.
+
+        Without `sort` the orders are left unsorted: the caller runs `sort` after a batch.
+        """
+        rank = (-importance, -note.since, note.key)
+        self.notes[note.key] = note
+        self._ranks[note.key] = rank
+        if sort:
+            bisect.insort(self._order, rank)
+            bisect.insort(self._sinces, (note.since, note.key))
+        else:
+            self._order.append(rank)
+            self._sinces.append((note.since, note.key))
+
+    def sort(self) -> None:
+        """Sort the orders once after a batch of unsorted `add`s."""
+        self._order.sort()
+        self._sinces.sort()
+
+    def discard(self, key: str) -> None:
+        """Forget `key`'s note, if held."""
+        rank = self._ranks.pop(key, None)
+        if rank is None:
+            return
+        del self.notes[key]
+        del self._order[bisect.bisect_left(self._order, rank)]
+        del self._sinces[bisect.bisect_left(self._sinces, (-rank[1], key))]
+
+    def __len__(self) -> int:
+        return len(self.notes)
+
+    def listed(self, count: int) -> list[Missing]:
+        """Return the notes of the `count` most valuable keys."""
+        notes = self.notes
+        return [notes[rank[2]] for rank in self._order[:count]]
+
+    def summary(self, listed: int) -> MissingSummary:
+        """Return the summary of the held notes (at least one), `listed` of them listed."""
+        return MissingSummary(self.pattern, MissingReason.STALE, len(self.notes),
+                              min(listed, len(self.notes)), self._sinces[0][0],
+                              self._sinces[-1][0])
+
+
 class CabinBoard:
     """What one cabin's manifest makes of the board keys, kept while the keys stay the same.
 
@@ -115,7 +181,10 @@ class CabinBoard:
     `withheld`: those keys; `absent_sorted`, `stale_sorted`: the absent and the stale
     keys' notes sorted by key, kept across ticks. `touched` are the keys whose served entry
     came, went or changed in the `update`s since the last `take_touched` (everything served
-    before or after a start over). `version`
+    before or after a start over). The stale keys a glob selects (and no exact key) are
+    summarised per glob: `summaries` counts them, `stale_listed` holds the notes a pack
+    lists (every other stale key's, and the `LISTED_PER_GLOB` most valuable of each glob's);
+    `stale` maps each stale key to its glob ('' for an exact key). `version`
     grows whenever a key comes to or leaves any of these, or its note changes: the same
     version, the same keys and notes (a served key's new entry leaves it as it is).
     """
@@ -129,10 +198,20 @@ class CabinBoard:
         self.served: dict[str, BoardEntry] = {}
         self.served_sorted: list[str] = []
         self.absent: dict[str, Missing] = {}
-        self.stale: dict[str, None] = {}
+        self.stale: dict[str, str] = {}
         self._absent_sorted, self._stale_sorted = SortedNotes(), SortedNotes()
+        # The stale notes listed one by one (keys no glob summarises) and per glob.
+        self._stale_exact = SortedNotes()
+        self._globs: dict[str, GlobNotes] = {}
+        self._glob_patterns = tuple(
+            (pattern, re.compile(fnmatch.translate(pattern)).match)
+            for pattern in manifest.selects.patterns if is_glob(pattern))
+        self._exact_patterns = frozenset(pattern for pattern in manifest.selects.patterns
+                                         if not is_glob(pattern))
+        self._listing: tuple[int, tuple[Missing, ...], tuple[MissingSummary, ...]] | None = None
         self.withheld: dict[str, None] = {}
         self.touched: set[str] = set()
+        self.went_stale: set[str] = set()
         self.version = 0
         # Entries tags.from_goal names (the goal tags extend the include filter).
         self._goals: dict[str, BoardEntry] = {}
@@ -166,6 +245,37 @@ class CabinBoard:
     def stale_sorted(self) -> tuple[Missing, ...]:
         """The notes of the `stale` keys, sorted by key (rebuilt only when they change)."""
         return self._stale_sorted.notes
+
+    @property
+    def stale_listed(self) -> tuple[Missing, ...]:
+        """The stale notes a pack lists, sorted by key: bounded by the manifest, not the board."""
+        return self._listed()[0]
+
+    @property
+    def summaries(self) -> tuple[MissingSummary, ...]:
+        """A summary per glob with stale keys (in the manifest's order of its globs)."""
+        return self._listed()[1]
+
+    def _listed(self) -> tuple[tuple[Missing, ...], tuple[MissingSummary, ...]]:
+        """Return (stale_listed, summaries), made again only after the version moved."""
+        listing = self._listing
+        if listing is None or listing[0] != self.version:
+            notes = list(self._stale_exact.notes)
+            summaries = []
+            for pattern, _ in self._glob_patterns:
+                group = self._globs.get(pattern)
+                if group:
+                    notes += group.listed(LISTED_PER_GLOB)
+                    summaries.append(group.summary(LISTED_PER_GLOB))
+            listing = self._listing = (self.version, tuple(sorted(notes, key=_note_key)),
+                                       tuple(summaries))
+        return listing[1], listing[2]
+
+    def _glob_of(self, key: str) -> str:
+        """Return the first glob of the manifest that selects `key`, '' for an exact key."""
+        if key in self._exact_patterns:
+            return ''
+        return next((pattern for pattern, match in self._glob_patterns if match(key)), '')
 
     @property
     def exclude(self) -> frozenset[str]:
@@ -239,6 +349,11 @@ class CabinBoard:
         touched, self.touched = self.touched, set()
         return touched
 
+    def take_went_stale(self) -> set[str]:
+        """Return the keys that went stale since the last call (all after a start over)."""
+        went, self.went_stale = self.went_stale, set()
+        return went
+
     def _start_over(self, mirror: Mapping[str, BoardEntry], include: frozenset[str],
                     now: float) -> None:
         self.touched.update(self.served)
@@ -246,6 +361,7 @@ class CabinBoard:
         self._include = include
         self.served, self.absent, self.stale, self.withheld = {}, {}, {}, {}
         self._absent_sorted, self._stale_sorted = SortedNotes(), SortedNotes()
+        self._stale_exact, self._globs = SortedNotes(), {}
         self._timed, self._deadlines, self._queued = {}, [], {}
         self._kinds, self._quiet = {}, set()
         for key, entry in mirror.items():
@@ -253,6 +369,9 @@ class CabinBoard:
         self.served_sorted = sorted(self.served)
         self._absent_sorted.reset(self.absent.values())
         self._stale_sorted.reset(self.absent[key] for key in self.stale)
+        self._stale_exact.reset(self.absent[key] for key, glob in self.stale.items() if not glob)
+        for group in self._globs.values():
+            group.sort()
 
     def _update_goals(self, mirror: Mapping[str, BoardEntry],
                       changes: Mapping[str, BoardEntry | None] | None) -> None:
@@ -317,8 +436,12 @@ class CabinBoard:
             self.version += 1
             self._absent_sorted.discard(key)
             if key in self.stale:
-                del self.stale[key]
+                glob = self.stale.pop(key)
                 self._stale_sorted.discard(key)
+                if glob:
+                    self._globs[glob].discard(key)
+                else:
+                    self._stale_exact.discard(key)
             self.withheld.pop(key, None)
 
     def _classify(self, key: str, entry: BoardEntry, now: float, sort: bool = True) -> None:
@@ -332,7 +455,7 @@ class CabinBoard:
             self._absent(Missing(key, MissingReason.INJECTED_DROP,
                                  'withheld by an injected drop'), sort)
         elif entry.is_stale(now):
-            self._stale(stale_note(entry), sort)
+            self._stale(stale_note(entry), entry, sort)
         elif not self._passes(key, entry):
             self._absent(Missing(*filtered(key, entry.tags, self._include, self._exclude)),
                          sort)
@@ -390,7 +513,7 @@ class CabinBoard:
                 later.append((key, entry.effective_stamp + entry.ttl))
                 continue
             self._drop(key)
-            self._stale(stale_note(entry))
+            self._stale(stale_note(entry), entry)
         for key, deadline in later:
             self._queue(key, deadline)
 
@@ -401,8 +524,19 @@ class CabinBoard:
         if sort:
             self._absent_sorted.set(note)
 
-    def _stale(self, note: Missing, sort: bool = True) -> None:
-        self.stale[note.key] = None
+    def _stale(self, note: Missing, entry: BoardEntry, sort: bool = True) -> None:
+        key = note.key
+        self.went_stale.add(key)
+        glob = self.stale[key] = self._glob_of(key)
         self._absent(note, sort)
+        if glob:
+            group = self._globs.get(glob)
+            if group is None:
+                group = self._globs[glob] = GlobNotes(glob)
+            importance = self.manifest.weight_for(key) if entry.importance is None else (
+                entry.importance)
+            group.add(note, importance, sort)
+        elif sort:
+            self._stale_exact.set(note)
         if sort:
             self._stale_sorted.set(note)

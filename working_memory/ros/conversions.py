@@ -25,7 +25,8 @@ from working_memory.core.eviction import CAPACITY, EvictionRecord, Readmission
 from working_memory.core.explain import Explanation
 from working_memory.core.frames import Frame, Pack
 from working_memory.core.gridmap import MapWindow
-from working_memory.core.items import BoardEntry, Event, EventKind, Item, Missing, MissingReason
+from working_memory.core.items import (BoardEntry, Event, EventKind, Item, Missing, MissingReason,
+                                       MissingSummary)
 from working_memory.core.pack_view import PackView
 from working_memory.core.timebase import epoch_time
 from working_memory.core.windows import checked_window, window_digest
@@ -33,6 +34,7 @@ from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction,
                                 EvictionBatch, InputCount, LogEvent, MapWindow as MapWindowMsg,
                                 MissingItem, Resync, ResyncAnswer, WorkingItem)
+from working_memory.msg import MissingSummary as MissingSummaryMsg
 from working_memory.ros import inputs
 from working_memory.ros.diagnostics import Status
 # The input conversions live in ros/inputs.py (pure, shared with the offline replay).
@@ -121,6 +123,15 @@ def missing_item_msg(missing: Missing, pack: Pack) -> MissingItem:
                        detail=missing.detail, ages=ages, since=since)
 
 
+def missing_summary_msg(summary: MissingSummary, pack: Pack) -> MissingSummaryMsg:
+    """Return a core MissingSummary of `pack` as a message (times as ROS time of its epoch)."""
+    return MissingSummaryMsg(pattern=summary.pattern,
+                             reason=getattr(MissingItem, summary.reason.value),
+                             count=summary.count, listed=summary.listed,
+                             oldest=time_from_seconds(pack.ros_time(summary.oldest)),
+                             newest=time_from_seconds(pack.ros_time(summary.newest)))
+
+
 def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> ContextPack:
     """Return a frozen Pack as a ContextPack; the same pack always gives an equal message.
 
@@ -133,7 +144,9 @@ def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> 
                       missing=[missing_item_msg(missing, pack) for missing in pack.missing],
                       nearby_map=grid_msg_from_window(window if inline_window else None,
                                                       map_frame, pack.stamp),
-                      map_window_digest='' if window is None else window_digest(window))
+                      map_window_digest='' if window is None else window_digest(window),
+                      missing_summaries=[missing_summary_msg(summary, pack)
+                                         for summary in pack.summaries])
     msg.header.stamp = time_from_seconds(pack.stamp)
     msg.header.frame_id = map_frame
     return msg
@@ -142,7 +155,7 @@ def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> 
 def context_frame_msg(frame: Frame, map_frame: str,
                       inputs_received: Mapping[str, int] | None = None,
                       inline_windows: bool = True, started: float = 0.0,
-                      resyncing: bool = False) -> ContextFrame:
+                      resyncing: bool = False, start_id: str = '') -> ContextFrame:
     """Return a frozen Frame as a ContextFrame, packs in cabin order.
 
     `inputs_received` is {resolved input topic: messages received before the tick};
@@ -153,7 +166,8 @@ def context_frame_msg(frame: Frame, map_frame: str,
                               for pack in frame.packs.values()],
                        inputs=[InputCount(topic=topic, received=count)
                                for topic, count in (inputs_received or {}).items()],
-                       started=time_from_seconds(started), resyncing=resyncing)
+                       started=time_from_seconds(started), resyncing=resyncing,
+                       start_id=start_id)
     msg.header.stamp = time_from_seconds(frame.stamp)
     msg.header.frame_id = map_frame
     return msg
@@ -251,10 +265,10 @@ class FrameOutput:
     def frame_bytes(self, frame: Frame, map_frame: str,
                     inputs_received: Mapping[str, int] | None = None,
                     inline_windows: bool = True, started: float = 0.0,
-                    resyncing: bool = False) -> bytes:
+                    resyncing: bool = False, start_id: str = '') -> bytes:
         """Return `frame` as the serialized ContextFrame `context_frame_msg` would give."""
         return self._encoder.frame(frame, map_frame, inputs_received, inline_windows,
-                                   started, resyncing)
+                                   started, resyncing, start_id)
 
     def pack_msg(self, pack: Pack, map_frame: str) -> ContextPack:
         """Return the pack's ContextPack, converted once per pack (the latest few are kept)."""
@@ -342,9 +356,9 @@ def duration_from_seconds(seconds: float) -> Duration:
     return Duration(sec=sec, nanosec=nanosec)
 
 
-def resync_msg(node: str, started: float, event_window_s: float) -> Resync:
+def resync_msg(node: str, started: float, event_window_s: float, start_id: str) -> Resync:
     """Return the node's request for the writers' truth (msg/Resync.msg)."""
-    msg = Resync(node=node, event_window_s=float(event_window_s))
+    msg = Resync(node=node, event_window_s=float(event_window_s), start_id=start_id)
     msg.header.stamp = time_from_seconds(started)
     return msg
 
@@ -352,7 +366,8 @@ def resync_msg(node: str, started: float, event_window_s: float) -> Resync:
 def resync_answer_msg(request: Resync, writer: str, entries: Iterable[BoardEntry],
                       events: Iterable[Event], stamp: float) -> ResyncAnswer:
     """Return a writer's answer to `request`: its standing entries and events, at `stamp` [s]."""
-    msg = ResyncAnswer(node=request.node, request_stamp=request.header.stamp, writer=writer,
+    msg = ResyncAnswer(node=request.node, request_stamp=request.header.stamp,
+                       start_id=request.start_id, writer=writer,
                        entries=[board_entry_msg(entry) for entry in entries],
                        events=[log_event_msg(event) for event in events])
     msg.header.stamp = time_from_seconds(stamp)
@@ -400,6 +415,16 @@ def pack_view_from_msg(msg, frame_digest: str | None) -> PackView:
                              f'{sorted(_REASON_FROM_MSG)}')
         missing.append(Missing(item.key, reason, item.detail,
                                seconds_from_time(item.since) if item.ages else None))
+    summaries = []
+    # A pack recorded before summaries existed has none.
+    for item in getattr(msg, 'missing_summaries', ()):
+        reason = _REASON_FROM_MSG.get(item.reason)
+        if reason is None:
+            raise ValueError(f'{where}: missing_summaries[{item.pattern!r}].reason '
+                             f'{item.reason} is not one of {sorted(_REASON_FROM_MSG)}')
+        summaries.append(MissingSummary(item.pattern, reason, item.count, item.listed,
+                                        seconds_from_time(item.oldest),
+                                        seconds_from_time(item.newest)))
     window = None
     reference = getattr(msg, 'map_window_digest', '')
     if msg.nearby_map.info.width and msg.nearby_map.info.height:
@@ -412,7 +437,7 @@ def pack_view_from_msg(msg, frame_digest: str | None) -> PackView:
     return PackView(cabin=msg.cabin, tick=msg.tick, stamp=stamp, digest=msg.digest,
                     frame_digest=frame_digest, values=values, events=tuple(events),
                     missing=tuple(missing), map_window=window,
-                    map_window_digest=reference)
+                    map_window_digest=reference, missing_summaries=tuple(summaries))
 
 
 def window_from_grid(grid_msg) -> MapWindow:
@@ -441,7 +466,7 @@ def cabin_pack_from_frame(msg: ContextFrame, cabin: str) -> PackView | None:
                 raise ValueError(f'frame tick {msg.tick}: pack {cabin!r} has tick {pack.tick}')
             return dataclasses.replace(pack_view_from_msg(pack, msg.digest),
                                        started=seconds_from_time(msg.started),
-                                       resyncing=msg.resyncing)
+                                       resyncing=msg.resyncing, start_id=msg.start_id)
     return None
 
 

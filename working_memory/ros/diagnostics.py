@@ -9,12 +9,13 @@ reset never produces negative ages.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import enum
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from working_memory.core.items import Missing
+from working_memory.core.items import Missing, MissingSummary
 from working_memory.ros.intake import SequenceGaps
 
 
@@ -223,11 +224,15 @@ class Health:
 
     def statuses(self, now: float, *, epoch: int, capacity: CapacityUse,
                  missing: Mapping[str, Iterable[Missing]],
-                 stale_check: bool) -> list[Status]:
-        """Return the statuses at effective time `now` [s]; `missing` lists each cabin's gaps."""
+                 stale_check: bool,
+                 counted: Mapping[str, Iterable[MissingSummary]] | None = None) -> list[Status]:
+        """Return the statuses at effective time `now` [s]; `missing` lists each cabin's gaps.
+
+        `counted` holds each cabin's missing summaries (the absent keys of a glob, counted).
+        """
         return [self._capacity_status(now, capacity), self._ticks_status(epoch),
                 self._inputs_status(now, stale_check), self._qos_status(),
-                self._missing_status(missing)]
+                self._missing_status(missing, counted or {})]
 
     def _capacity_status(self, now: float, use: CapacityUse) -> Status:
         budget = 'none' if use.size_budget is None else str(use.size_budget)
@@ -287,13 +292,98 @@ class Health:
                           'incompatible QoS on ' + ', '.join(incompatible), values)
         return Status('qos', Level.OK, 'no QoS incompatibility', values)
 
-    def _missing_status(self, missing: Mapping[str, Iterable[Missing]]) -> Status:
+    def _missing_status(self, missing: Mapping[str, Iterable[Missing]],
+                        counted: Mapping[str, Iterable[MissingSummary]]) -> Status:
         values, gaps = [], []
         for cabin, items in missing.items():
             items = list(items)
+            summaries = list(counted.get(cabin, ()))
             values.append((cabin, ', '.join(f'{m.key} ({m.reason.value})' for m in items)))
+            if summaries:
+                values.append((f'{cabin}.counted', ', '.join(
+                    f'{s.pattern}: {s.count} {s.reason.value}' for s in summaries)))
+            unlisted = sum(summary.count - summary.listed for summary in summaries)
             if items:
-                gaps.append(f'{cabin}: {len(items)} missing')
+                more = f' ({unlisted} more counted per glob)' if unlisted else ''
+                gaps.append(f'{cabin}: {len(items)} missing{more}')
         if gaps:
             return Status('missing', Level.WARN, '; '.join(gaps), tuple(values))
         return Status('missing', Level.OK, 'no required item missing', tuple(values))
+
+
+# Board growth: keys that arrive under a prefix and are never removed pile up in the mirror
+# (the board's truth) and in every selection that reads them. A prefix whose keys on the
+# board grew by GROWTH_WARN_KEYS over the last GROWTH_WINDOW_S, and by a quarter of that
+# over its latest half (still growing, not a board filled once), is named in a WARN.
+GROWTH_WINDOW_S = 30.0
+GROWTH_WARN_KEYS = 1000
+_GROWTH_SAMPLE_S = 1.0   # [s] the samples the growth is measured between are this far apart
+_GROWING_NAMED = 5
+
+
+@dataclass(frozen=True, slots=True)
+class _Sample:
+    time: float                            # [s] effective
+    keys: int
+    counts: Mapping[str, tuple[int, int]]  # prefix -> (arrived, removed) so far
+
+
+class BoardGrowth:
+    """The board mirror's size and growth over a window, and the key prefixes that pile up."""
+
+    def __init__(self, window_s: float = GROWTH_WINDOW_S, warn_keys: int = GROWTH_WARN_KEYS):
+        self._window_s, self._warn_keys = window_s, warn_keys
+        self._samples: collections.deque[_Sample] = collections.deque()
+
+    def status(self, now: float, keys: int,
+               counts: Mapping[str, tuple[int, int]]) -> Status:
+        """Return the `board` status at effective `now` [s] of a board of `keys` keys.
+
+        `counts` is the board's `growth()`: per key prefix, the keys that arrived and
+        were removed so far.
+        """
+        samples = self._samples
+        if not samples or now - samples[-1].time >= _GROWTH_SAMPLE_S:
+            samples.append(_Sample(now, keys, dict(counts)))
+        while len(samples) > 1 and samples[1].time <= now - self._window_s:
+            samples.popleft()
+        base = samples[0]
+        span = now - base.time
+        rate = (keys - base.keys) / span if span > 0.0 else 0.0
+        values = [('keys', str(keys)), ('growth_keys_per_s', f'{rate:.2f}'),
+                  ('growth_window_s', f'{span:.1f}')]
+        growing = self._growing(now, counts, base, span)
+        for gained, prefix, removed in growing:
+            values.append((f'grows.{prefix or "(no prefix)"}',
+                           f'+{gained} keys in {span:.0f} s, {removed} removed'))
+        message = f'{keys} keys, {rate:+.1f} keys/s over {span:.0f} s'
+        if not growing:
+            return Status('board', Level.OK, message, tuple(values))
+        named = ', '.join(f'{prefix or "(no prefix)"} +{gained} ({removed} removed)'
+                          for gained, prefix, removed in growing)
+        return Status('board', Level.WARN,
+                      f'{message}; keys accumulate that nobody removes: {named} '
+                      f'(remove keys that end: a ttl only marks them stale)', tuple(values))
+
+    def _growing(self, now: float, counts: Mapping[str, tuple[int, int]], base: _Sample,
+                 span: float) -> list[tuple[int, str, int]]:
+        """Return (keys gained, prefix, keys removed) of the prefixes piling up, most first."""
+        if span < self._window_s / 2.0:
+            return []
+        samples = self._samples
+        at = bisect.bisect_left([sample.time for sample in samples], now - span / 2.0)
+        middle = samples[min(at, len(samples) - 1)]
+        growing = []
+        for prefix, (arrived, removed) in counts.items():
+            gained = _net(counts, prefix) - _net(base.counts, prefix)
+            lately = _net(counts, prefix) - _net(middle.counts, prefix)
+            if gained >= self._warn_keys and lately >= self._warn_keys / 4.0:
+                growing.append((gained, prefix, removed - base.counts.get(prefix, (0, 0))[1]))
+        growing.sort(key=lambda grown: (-grown[0], grown[1]))
+        return growing[:_GROWING_NAMED]
+
+
+def _net(counts: Mapping[str, tuple[int, int]], prefix: str) -> int:
+    """Return how many keys under `prefix` the board holds by `counts` (arrived - removed)."""
+    arrived, removed = counts.get(prefix, (0, 0))
+    return arrived - removed

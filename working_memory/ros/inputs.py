@@ -207,9 +207,9 @@ class Answer:
     errors: tuple[str, ...]
 
 
-def answers(msg, node: str, started: float) -> bool:
-    """Return True when a ResyncAnswer answers `node`'s request of `started` [s]."""
-    return msg.node == node and abs(seconds_from_time(msg.request_stamp) - started) < 1e-6
+def answers(msg, start_id: str) -> bool:
+    """Return True when a ResyncAnswer answers the request of the node start `start_id`."""
+    return bool(start_id) and msg.start_id == start_id
 
 
 def answer_from_msg(msg, now: float, kinds: Mapping[int, EventKind]) -> Answer:

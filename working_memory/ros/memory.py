@@ -6,6 +6,8 @@ drops. The node's callbacks hand their inputs to it and its tick asks it for a f
 
 from __future__ import annotations
 
+import secrets
+import time
 from dataclasses import dataclass, field
 
 from working_memory.core.assembly import Assembler
@@ -17,7 +19,7 @@ from working_memory.core.gridmap import GridMap
 from working_memory.core.manifest import Manifest
 from working_memory.core.resync import Resync, mark_resyncing, resyncing_detail
 from working_memory.core.timebase import TimeBase
-from working_memory.ros.diagnostics import CapacityUse, Health, Level, Status
+from working_memory.ros.diagnostics import BoardGrowth, CapacityUse, Health, Level, Status
 from working_memory.ros.inputs import Answer, BoardBatch, POSE_TOPICS
 from working_memory.ros.params import NodeConfig
 from working_memory.ros.source_map import Conversion, SourceSpec, Sources, sources_status
@@ -45,6 +47,8 @@ class Memory:
     pending_evictions: list[EvictionRecord] = field(default_factory=list)
     # Input topics by their resolved names, for the frame's receipts (set with the entities).
     resolved_names: dict[str, str] = field(default_factory=dict)
+    # The board mirror's size and growth, and the key prefixes that pile up (/diagnostics).
+    growth: BoardGrowth = field(default_factory=BoardGrowth)
     # The typed-topic sources (sources_file), by topic.
     sources: Sources = field(default_factory=lambda: Sources(()))
 
@@ -84,10 +88,10 @@ class Memory:
     def take_answer(self, answer: Answer) -> None:
         """Take a writer's answer to the resync: what is not older than the live updates."""
         self.board.apply(self.resync.standing(answer.entries, self.board))
-        self.log.extend(answer.events)
+        self.log.take_answered(answer.events)
 
     def resynced(self, frame: Frame, now: float, writers: dict[bytes, str]) -> Frame:
-        """Return `frame` as it goes out at `now` [s]: marked while the writers are re-read.
+        """Return `frame` as it goes out at `now` [s, steady]: marked while the writers are re-read.
 
         `writers` ({gid: node name}) are the publishers on `resync/answer` the graph shows.
         """
@@ -110,8 +114,12 @@ class Memory:
         self.last_diagnostics = effective
         return True
 
-    def statuses(self, frame: Frame, effective: float) -> list[Status]:
-        """Return the health statuses of `frame`'s tick at `effective` [s] (the timeline's)."""
+    def statuses(self, frame: Frame, effective: float,
+                 steady: float | None = None) -> list[Status]:
+        """Return the health statuses of `frame`'s tick at `effective` [s] (the timeline's).
+
+        `steady` [s] is the steady clock's now (None: read it), the resync's time.
+        """
         working_set = self.working_set
         use = CapacityUse(len(working_set), working_set.capacity, working_set.size_bytes,
                           working_set.size_budget, working_set.capacity_alarm)
@@ -119,11 +127,14 @@ class Memory:
         return [*self.health.statuses(
             effective, epoch=self.timebase.epoch, capacity=use,
             missing={cabin: pack.missing for cabin, pack in frame.packs.items()},
-            stale_check=self.config.stale_check),
-            Status('resync', Level.WARN if resync.active else Level.OK,
-                   resync.status(frame.stamp),
-                   (('started', f'{resync.started:.3f}'), ('active', str(resync.active)),
-                    ('took_s', '' if resync.active else f'{resync.ended - resync.started:.3f}'),
+            stale_check=self.config.stale_check,
+            counted={cabin: pack.summaries for cabin, pack in frame.packs.items()}),
+            self.growth.status(effective, len(self.board), self.board.growth()),
+            Status('resync', Level.WARN if resync.active or resync.unheard else Level.OK,
+                   resync.status(time.monotonic() if steady is None else steady),
+                   (('started', f'{resync.started:.3f}'), ('start_id', resync.start_id),
+                    ('active', str(resync.active)),
+                    ('took_s', '' if resync.took is None else f'{resync.took:.3f}'),
                     ('not_heard', ', '.join(resync.unheard)),
                     ('duplicate_events', str(self.log.duplicates)))),
             *sources_status(self.sources)]
@@ -182,7 +193,8 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float,
                       config.pose_key if config.pose_source == 'board' else None)),
                   frames=FrameStore(config.frames_kept),
                   health=Health(inputs, timebase.observe(now)),
-                  resync=Resync(now, config.resync_timeout_s), sources=Sources(sources))
+                  resync=Resync(now, config.resync_timeout_s, secrets.token_hex(8),
+                                time.monotonic()), sources=Sources(sources))
 
 
 def check_distinct_inputs(resolved: dict[str, str]) -> None:

@@ -234,9 +234,9 @@ class WorkingMemoryNode(LifecycleNode):
         if config.resync_timeout_s > 0.0:
             # Asked once the subscriptions exist: an answer cannot come before they do.
             self._resync_pub = self.create_publisher(Resync, REQUEST_TOPIC, qos.latched_qos(1))
-            self._ask = conv.resync_msg(self.get_fully_qualified_name(),
-                                        self._memory.resync.started,
-                                        event_window_s(self._memory.manifests))
+            resync = self._memory.resync
+            self._ask = conv.resync_msg(self.get_fully_qualified_name(), resync.started,
+                                        event_window_s(self._memory.manifests), resync.start_id)
             self._resync_pub.publish(self._ask)
         self._entities += [
             self.create_service(Assemble, '~/assemble', self._handle_assemble),
@@ -255,8 +255,8 @@ class WorkingMemoryNode(LifecycleNode):
         for topic in self._memory.health.received_counts():
             try:
                 resolved[topic] = self.resolve_topic_name(topic)
-            except InvalidTopicNameException:
-                continue
+            except (InvalidTopicNameException, RuntimeError):
+                continue   # rcl's RCLError (a RuntimeError) for a name it cannot expand
         return resolved
 
     def _create_sources(self, events: tuple) -> None:
@@ -368,7 +368,7 @@ class WorkingMemoryNode(LifecycleNode):
         frame = memory.assembler.assemble(memory.tick, now, memory.board, memory.log,
                                           memory.grid, memory.pose)
         if memory.resync.active:
-            frame = memory.resynced(frame, now, self._writers())
+            frame = memory.resynced(frame, time.monotonic(), self._writers())
             # Asked again every tick until it ends: a latched sample published before a
             # writer matched reaches it only at the next heartbeat (Fast DDS: up to 3 s);
             # a new one goes at once. Writers answer each request once.
@@ -379,7 +379,7 @@ class WorkingMemoryNode(LifecycleNode):
         # The receipt per input topic lets an offline replay apply exactly what this tick saw.
         self._frame_pub.publish(self._output.frame_bytes(
             frame, config.map_frame, memory.receipts(), self._windows is None,
-            memory.resync.started, memory.resync.active))
+            memory.resync.started, memory.resync.active, memory.resync.start_id))
         # Retained for ~/assemble and ~/explain once it is out (no callback runs in between).
         memory.frames.publish(frame)
         if self._views is not None:
@@ -475,7 +475,7 @@ class WorkingMemoryNode(LifecycleNode):
     def _on_answer(self, msg: ResyncAnswer, info: dict) -> None:
         """Take a writer's answer to this node's request; counted only then (the receipt)."""
         memory = self._memory
-        if not conv.answers(msg, self.get_fully_qualified_name(), memory.resync.started):
+        if not conv.answers(msg, memory.resync.start_id):
             return   # to another node, or a latched answer to an earlier start
         memory, now = self._received(ANSWER_TOPIC, info)
         try:
@@ -486,7 +486,10 @@ class WorkingMemoryNode(LifecycleNode):
         for error in answer.errors:
             self._reject(ANSWER_TOPIC, error)
         memory.take_answer(answer)
-        memory.resync.heard(conv.publication(info)[0])
+        if not memory.resync.heard(conv.publication(info)[0]):
+            self.get_logger().warning(
+                f'{ANSWER_TOPIC}: {msg.writer} answered after the re-reading ended '
+                f'({memory.resync.status(time.monotonic())}); taken now')
 
     def _on_source(self, topic: str, msg: Any, info: dict) -> None:
         """Map a source's message (ros/source_map.py) onto the board and the log."""

@@ -101,5 +101,6 @@ def subscribe_sources(intake: Intake, node: LifecycleNode, specs: Iterable[Sourc
             intake.subscribe(message_type(spec.type), spec.topic,
                              lambda msg, info, topic=spec.topic: on_message(topic, msg, info),
                              source_qos(node, spec), event_callbacks(spec.topic))
-        except InvalidTopicNameException as error:
+        except (InvalidTopicNameException, RuntimeError) as error:
+            # rcl's RCLError (a RuntimeError): a name it cannot expand.
             raise ValueError(f'sources.{spec.name}.topic: {error}') from None

@@ -48,6 +48,8 @@ _NO_MAP = bytes(20)
 # Pose: position x, y, z then orientation x, y, z, w (float64 each).
 _POSE = struct.Struct('<7d')
 _ZEROS = bytes(8)
+# MissingSummary after its reason: uint32 count, listed, then Time oldest, newest.
+_SUMMARY_TAIL = struct.Struct('<IIiIiI')
 # MissingItem.ages: false, true (a CDR bool is one byte).
 _NO_AGE, _AGES = b'\x00', b'\x01'
 # An Item's fields a WorkingItem's bytes (but last_used) depend on, by position: the very
@@ -323,13 +325,13 @@ class FrameEncoder:
     def frame(self, frame: Frame, map_frame: str,
               inputs_received: Mapping[str, int] | None = None,
               inline_windows: bool = True, started: float = 0.0,
-              resyncing: bool = False) -> bytes:
+              resyncing: bool = False, start_id: str = '') -> bytes:
         """Return `frame` serialized as a ContextFrame (packs in cabin order).
 
         `inputs_received` is {resolved input topic: messages received before the tick};
         without `inline_windows` each pack's nearby_map is empty and only its
         map_window_digest names the window (map windows by reference). `started` [s]
-        and `resyncing` are the node's (ContextFrame.started, .resyncing).
+        `resyncing` and `start_id` are the node's (ContextFrame.started, ...).
         """
         writer = Writer()
         frame_id = self._string(map_frame)
@@ -361,6 +363,9 @@ class FrameEncoder:
         writer.parts += (_ZEROS[:pad], _TIME.pack(*nanoseconds(started)),
                          b'\x01' if resyncing else b'\x00')
         writer.offset += pad + 9
+        pad, start = -writer.offset % 4, self._string(start_id)
+        writer.parts += (_ZEROS[:pad], start)
+        writer.offset += pad + len(start)
         # Keep what this frame used; what it no longer holds is not coming back.
         self._events = used_events
         if len(self._items) > 2 * items + 256:
@@ -414,6 +419,17 @@ class FrameEncoder:
         digest = self._strings.get(pack.digest) or self._string(pack.digest)
         writer.parts += (tick_time.join(segments), digest)
         writer.offset += length + len(digest)
+        self._summaries(writer, pack)
+
+    def _summaries(self, writer: Writer, pack: Pack) -> None:
+        """Append a pack's MissingSummary sequence (a few per pack: written every tick)."""
+        writer.count(len(pack.summaries))
+        for summary in pack.summaries:
+            writer.string(self._string(summary.pattern))
+            writer.put(self._reason_bytes[summary.reason])
+            writer.put(_SUMMARY_TAIL.pack(
+                summary.count, summary.listed, *nanoseconds(pack.ros_time(summary.oldest)),
+                *nanoseconds(pack.ros_time(summary.newest))), 4)
 
     def _head(self, key: tuple) -> tuple[bytes, bytes, bytes, int]:
         """Keep and return a pack's bytes up to its items for (phase, frame_id, cabin, count).

@@ -52,7 +52,10 @@ def shorten(text: str, width: int) -> str:
 
 
 def format_tick_list(recording: Recording, cabin: str | None = None) -> str:
-    """Return one line per recorded tick: stamp, digest, items per cabin and missing count."""
+    """Return one line per recorded tick: stamp, digest, items per cabin and missing count.
+
+    The missing count is every absence the packs report: listed, or counted per glob.
+    """
     if cabin is not None:
         recording.check_cabin(cabin)
     cabins = [cabin] if cabin is not None else recording.cabins
@@ -62,7 +65,8 @@ def format_tick_list(recording: Recording, cabin: str | None = None) -> str:
         packs = [frame.packs.get(name) for name in cabins]
         rows.append([str(frame.tick), f'{frame.stamp:.3f}', frame.digest[:DIGEST_WIDTH]]
                     + ['-' if pack is None else str(len(pack.items)) for pack in packs]
-                    + [str(sum(len(pack.missing) for pack in packs if pack is not None))])
+                    + [str(sum(sum(pack.absent_counts().values())
+                               for pack in packs if pack is not None))])
     widths = [max(len(row[col]) for row in rows) for col in range(len(header))]
     lines = ['  '.join(cell.rjust(width) for cell, width in zip(row, widths)) for row in rows]
     lines.append(f'{len(recording.frames)} frames, ticks {describe_ticks(recording.ticks)}; '
@@ -90,6 +94,10 @@ def format_pack(frame: FrameRecord, pack: PackRecord) -> str:
     lines.append(f'missing ({len(pack.missing)}):')
     lines += [f'  {missing.key}  {missing.reason}  {missing.text(frame.stamp)}'
               for missing in pack.missing]
+    if pack.summaries:
+        lines.append(f'missing, counted per glob ({len(pack.summaries)}):')
+        lines += [f'  {summary.pattern}  {summary.reason}  {summary.text(frame.stamp)}'
+                  for summary in pack.summaries]
     return '\n'.join(lines)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -15,7 +16,7 @@ from typing import Mapping
 import numpy as np
 
 from working_memory.core import gridmap
-from working_memory.core.items import aged_text
+from working_memory.core.items import aged_text, summary_text
 from working_memory.core.windows import WindowMismatch, checked_window
 from working_memory.tools.bag import (BagError, BagReader, DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE,
                                       EVICTION_TYPE, FRAME_TYPE, full_typestore)
@@ -72,6 +73,27 @@ class MissingRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    """The absent keys one glob selects for one reason, counted (a MissingSummary).
+
+    `listed` of the `count` keys have a MissingRecord of their own in the pack;
+    `oldest`, `newest` [s, node clock] are the earliest and latest `since` of them all.
+    """
+
+    pattern: str
+    reason: str
+    count: int
+    listed: int
+    oldest: float
+    newest: float
+
+    def text(self, stamp: float) -> str:
+        """Return the summary as read at the pack's `stamp` [s]."""
+        return summary_text(self.pattern, self.reason, self.count, self.listed, self.oldest,
+                            self.newest, stamp)
+
+
+@dataclass(frozen=True, slots=True)
 class MapWindow:
     """A pack's map window: (height, width) int8 occupancy `cells`, origin [m], [m/cell]."""
 
@@ -100,10 +122,19 @@ class PackRecord:
     digest: str
     # The window's digest ('' without one): inline, or joined from the cabin's window topic.
     map_window_digest: str = ''
+    # The absent keys each glob selects, counted per reason (`missing` lists a few of them).
+    summaries: tuple[SummaryRecord, ...] = ()
 
     def item(self, key: str) -> ItemRecord | None:
         """Return the item with `key`, or None."""
         return next((item for item in self.items if item.key == key), None)
+
+    def absent_counts(self) -> Counter:
+        """Return reason name -> how many absences the pack reports: listed plus counted."""
+        counts = Counter(missing.reason for missing in self.missing)
+        for summary in self.summaries:
+            counts[summary.reason] += summary.count - summary.listed
+        return counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +144,9 @@ class FrameRecord:
     `stamp` is the tick time, `received` when the recorder got it (bag time) [s];
     `stamp_ns` the tick time [ns] as the node had it. `inputs` is the node's receipt:
     {input topic: messages received before the tick} (empty in bags made before it existed).
-    `started` [s] is when the node that made it started from an empty memory (a new
-    value: a restarted node); `resyncing` whether it was still re-reading the writers.
+    `started` [s] is when the node that made it started from an empty memory, `start_id`
+    that start's own id (a new one: a restarted node); `resyncing` whether it was still
+    re-reading the writers.
     """
 
     tick: int
@@ -126,6 +158,7 @@ class FrameRecord:
     inputs: Mapping[str, int] = field(default_factory=dict)
     started: float = 0.0
     resyncing: bool = False
+    start_id: str = ''
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +231,7 @@ class Recording:
     def restarts(self) -> list[FrameRecord]:
         """Return the first frame of every node start after the first (a restart each)."""
         return [frame for before, frame in zip(self.frames, self.frames[1:])
-                if frame.started != before.started]
+                if frame.start_id != before.start_id]
 
     @property
     def cabins(self) -> list[str]:
@@ -278,7 +311,8 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
         reader.register(topics)
         windows: dict[tuple[str, str], MapWindow] = {}
         names = ConstantNames(reader)
-        frames: dict[tuple[float, int], FrameRecord] = {}   # by (node start, tick)
+        frames: dict[tuple[str, int], FrameRecord] = {}   # by (node start, tick)
+        starts: dict[str, int] = {}   # node start -> its order of first appearance
         evictions: list[EvictionRecord] = []
         readmissions: list[ReadmissionRecord] = []
         diagnostics: list[DiagnosticRecord] = []
@@ -286,7 +320,8 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
             if message.topic == frames_at:
                 # A latched frame can be delivered twice (a reconnect); keep the first copy.
                 frame = frame_record(message.msg, message.stamp_ns * 1e-9, names)
-                frames.setdefault((frame.started, frame.tick), frame)
+                starts.setdefault(frame.start_id, len(starts))
+                frames.setdefault((frame.start_id, frame.tick), frame)
             elif message.msgtype == WINDOW_TYPE:
                 cabin, digest = message.msg.cabin, message.msg.digest
                 windows[cabin, digest] = window_record(message.msg, message.topic)
@@ -299,7 +334,8 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
                                     for key in message.msg.readmitted)
             else:
                 diagnostics.extend(diagnostic_records(message.msg, message.stamp_ns * 1e-9, names))
-    joined, missing = join_windows([frames[key] for key in sorted(frames)], windows)
+    order = sorted(frames, key=lambda key: (starts[key[0]], key[1]))
+    joined, missing = join_windows([frames[key] for key in order], windows)
     return Recording(Path(path), tuple(joined),
                      tuple(sorted(evictions, key=lambda e: (e.tick, e.stamp))), tuple(diagnostics),
                      readmissions=tuple(sorted(readmissions, key=lambda r: r.tick)),
@@ -396,7 +432,7 @@ def frame_record(msg, received: float, names: ConstantNames) -> FrameRecord:
     return FrameRecord(int(msg.tick), seconds(stamp), received, msg.digest, packs,
                        stamp.sec * 1_000_000_000 + stamp.nanosec, inputs,
                        0.0 if started is None else seconds(started),
-                       bool(getattr(msg, 'resyncing', False)))
+                       bool(getattr(msg, 'resyncing', False)), str(getattr(msg, 'start_id', '')))
 
 
 def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:
@@ -407,8 +443,12 @@ def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:
                                e.key, e.detail) for e in msg.recent_events)
     missing = tuple(MissingRecord(m.key, names.name(MISSING_TYPE, m.reason), m.detail,
                                   _since(m)) for m in msg.missing)
+    # A bag recorded before summaries existed has none.
+    summaries = tuple(SummaryRecord(s.pattern, names.name(MISSING_TYPE, s.reason), int(s.count),
+                                    int(s.listed), seconds(s.oldest), seconds(s.newest))
+                      for s in getattr(msg, 'missing_summaries', ()))
     return PackRecord(msg.cabin, items, events, map_window(msg.nearby_map, where), missing,
-                      msg.digest, getattr(msg, 'map_window_digest', ''))
+                      msg.digest, getattr(msg, 'map_window_digest', ''), summaries)
 
 
 def map_window(grid, where: str) -> MapWindow:

@@ -270,6 +270,7 @@ class Replay:
         # This node start's inputs (its own answers only) and where its receipts count from.
         self._inputs: dict[str, tuple] = dict(run.inputs)
         self._base: dict[str, int] = {topic: 0 for topic in run.inputs}
+        self._by_time: set[str] = set()   # topics applied by bag time (a restarted node's)
         # Per topic, ticks before whose frame the bag held a message the node took later.
         self.late: dict[str, int] = {}
         # Board keys whose entry came without a stamp (entry and header zero), and how many
@@ -280,7 +281,7 @@ class Replay:
     def steps(self) -> Iterator[Step]:
         """Yield one Step per recorded frame, in tick order.
 
-        A frame with a new `started` is a restarted node's: the replay starts again
+        A frame with a new `start_id` is a restarted node's: the replay starts again
         from an empty memory, as it did, and takes its receipts as counting anew.
         """
         started = None
@@ -289,12 +290,13 @@ class Replay:
                  if change.node == self.settings.node]
         for recorded in self.run.recording.frames:
             notes = []
-            if recorded.started != started:
-                if started is not None:
+            if recorded.start_id != started:
+                restart = started is not None
+                if restart:
                     notes.append(f'the node started again at {recorded.started:.3f} s (tick '
                                  f'{recorded.tick}): a new memory, re-read from the writers')
-                started = recorded.started
-                working_set, assembler, truth = self._empty_memory(recorded, applied)
+                started = recorded.start_id
+                working_set, assembler, truth = self._empty_memory(recorded, applied, restart)
             notes += self._apply_inputs(truth, recorded, applied)
             notes += self._runtime_changes(later, recorded, assembler)
             frame = assembler.assemble(recorded.tick, recorded.stamp_ns * 1e-9, truth.board,
@@ -304,14 +306,15 @@ class Replay:
                 frame = mark_resyncing(frame, resyncing_detail(recorded.started))
             yield Step(recorded, frame, truth, working_set, assembler.manifests, tuple(notes))
 
-    def _empty_memory(self, first: FrameRecord,
-                      applied: dict[str, int]) -> tuple[WorkingSet, Assembler, Truth]:
-        """Return the core of a node that starts at `first`'s `started`; set its receipts' base.
+    def _empty_memory(self, first: FrameRecord, applied: dict[str, int],
+                      restart: bool) -> tuple[WorkingSet, Assembler, Truth]:
+        """Return the core of the node start of `first`; choose the inputs its receipts count.
 
-        A restarted node counts its receipts from 0: they count the last messages the bag
-        holds before its first frame (what it took after it subscribed); on the latched map
-        at least the last one (it gets that one again, however old); and the answers to its
-        own request only (`inputs.answers`: the node counts no other).
+        A restarted node counts its receipts from 0, from wherever its subscriptions
+        began to take (some time after it started: discovery), which the bag cannot
+        tell; so its inputs are applied by bag time (approximate), but on
+        `resync/answer` by its receipts: the answers to its own start only
+        (`inputs.answers`: the node counts no other), exact.
         """
         config = self.config
         policy = (HalfLifeBlend(config.half_life_s) if config.eviction_policy == 'half_life'
@@ -324,7 +327,8 @@ class Replay:
         # source stamp on the working set's timebase when it arrives.
         timebase = working_set.timebase
         truth = Truth(BoardSnapshot(timebase), EventLog(config.event_log_limit, timebase),
-                      resync=Resync(first.started, self.config.resync_timeout_s))
+                      resync=Resync(first.started, self.config.resync_timeout_s,
+                                    first.start_id))
         self._observe = _Observer(timebase)
         # Transitions and rates start over with the memory, as in the node.
         self._sources = Sources(self._specs.values())
@@ -334,19 +338,19 @@ class Replay:
         for topic in answer_topics:
             self._inputs[topic] = tuple(
                 (stamp, msg) for stamp, msg in self._inputs[topic]
-                if inputs.answers(msg, self.settings.node, first.started))
+                if inputs.answers(msg, first.start_id))
         self._stamps = {}
-        self._base = {}
-        for topic, messages in self._inputs.items():
-            if topic in answer_topics or not any(applied.values()):
-                self._base[topic] = applied[topic] = 0
-                continue
-            by_time = bisect.bisect_right([stamp for stamp, _ in messages],
-                                          first.received * 1e9)
-            taken = first.inputs.get(topic, 0)
-            if self.run.input_types[topic] in LATCHED_INPUTS:
-                taken = max(taken, 1)
-            self._base[topic] = applied[topic] = max(0, by_time - taken)
+        self._base = {topic: 0 for topic in self._inputs}
+        self._by_time = set() if not restart else set(self._inputs) - set(answer_topics)
+        for topic in self._inputs:
+            applied[topic] = 0
+            if topic in self._by_time:
+                # What the bag got before the node started never reached it, but the last
+                # of a latched topic (the map), which it gets again.
+                stamps = [stamp for stamp, _ in self._inputs[topic]]
+                before = bisect.bisect_right(stamps, first.started * 1e9)
+                latched = self.run.input_types[topic] in LATCHED_INPUTS
+                applied[topic] = max(0, before - 1) if latched else before
         return working_set, assembler, truth
 
     def _apply_inputs(self, truth: Truth, recorded: FrameRecord,
@@ -363,8 +367,10 @@ class Replay:
         for topic, messages in self._inputs.items():
             stamps = self._stamps.setdefault(topic, [stamp for stamp, _ in messages])
             by_time = bisect.bisect_right(stamps, frame_ns)
-            wanted = (self._base[topic] + recorded.inputs[topic] if topic in recorded.inputs
-                      else applied[topic] if recorded.inputs else by_time)
+            receipts = bool(recorded.inputs) and topic not in self._by_time
+            wanted = (self._base[topic] + recorded.inputs[topic] if receipts
+                      and topic in recorded.inputs else applied[topic] if receipts
+                      else max(by_time, applied[topic]))
             if wanted > len(messages):
                 undecodable = self.run.undecodable.get(topic, 0)
                 cause = (f'{undecodable} in the bag rosbags cannot decode' if undecodable
@@ -372,10 +378,10 @@ class Replay:
                 yield (f'{topic}: the node had received {wanted} messages, the bag holds '
                        f'{len(messages)} ({cause})')
                 wanted = len(messages)
-            elif wanted > by_time:
+            elif wanted > by_time and receipts:
                 yield (f'{topic}: the node had received {wanted} messages, the bag only '
                        f'{by_time} before this frame (missed by the recorder, or late to it)')
-            elif wanted < by_time:
+            elif wanted < by_time and receipts:
                 self.late[topic] = self.late.get(topic, 0) + 1
             pending += [(stamp_ns, topic, msg)
                         for stamp_ns, msg in messages[applied[topic]:wanted]]
@@ -394,6 +400,9 @@ class Replay:
                        "recorder's discovery reached it, or a topic left out)")
         if not recorded.inputs:
             yield 'no receipt in the frame: inputs applied by bag time (approximate)'
+        elif self._by_time:
+            yield ('a restarted node: its inputs applied by bag time (approximate: where its '
+                   'subscriptions began to take is not in the bag), its answers by receipt')
         yield from self._unstamped_notes()
 
     def _note_stamps(self, topic: str, msg) -> None:
@@ -442,7 +451,7 @@ class Replay:
                 answer = inputs.answer_from_msg(msg, received, self._kinds)
                 truth.rejected += answer.errors
                 truth.board.apply(truth.resync.standing(answer.entries, truth.board))
-                truth.log.extend(answer.events)
+                truth.log.take_answered(answer.events)
             elif msgtype.endswith('/LogEvent'):
                 truth.log.append(inputs.event_from_msg(msg, received, self._kinds))
             elif msgtype.endswith('/OccupancyGrid'):
@@ -598,10 +607,13 @@ def pack_differences(step: Step) -> list[str]:
                         and old.value != _json(item.value))
         missing = ({(m.key, m.reason) for m in recorded.missing}
                    ^ {(m.key, m.reason.value) for m in replayed.missing})
+        counted = ({(s.pattern, s.reason, s.count) for s in recorded.summaries}
+                   ^ {(s.pattern, s.reason.value, s.count) for s in replayed.summaries})
         parts = [f'+{", +".join(extra)}' if extra else '',
                  f'-{", -".join(lacking)}' if lacking else '',
                  f'values differ: {", ".join(values)}' if values else '',
-                 f'missing differ: {sorted(missing)}' if missing else '']
+                 f'missing differ: {sorted(missing)}' if missing else '',
+                 f'summaries differ: {sorted(counted)}' if counted else '']
         lines.append(f'{cabin}: ' + ('; '.join(p for p in parts if p) or
                                      'same keys and values (stamps, importance or map differ)'))
     return lines

@@ -260,15 +260,20 @@ def working_set(recording: Recording) -> np.ndarray:
 def missing_table(recording: Recording) -> tuple[dict, list]:
     """Return per (cabin, reason) counts per frame, and rows (cabin, reason, key, ticks, times)."""
     frames = recording.frames
-    pairs = sorted({(cabin, m.reason) for f in frames for cabin, p in f.packs.items()
-                    for m in p.missing})
-    counts = {pair: np.array([sum(m.reason == pair[1] for m in f.packs[pair[0]].missing)
-                              if pair[0] in f.packs else 0 for f in frames]) for pair in pairs}
+    # Every absence a pack reports: listed, or counted in a glob's summary (a row per glob).
+    absent = [{cabin: pack.absent_counts() for cabin, pack in f.packs.items()} for f in frames]
+    pairs = sorted({(cabin, reason) for packs in absent for cabin, pack in packs.items()
+                    for reason in pack})
+    counts = {pair: np.array([packs[pair[0]][pair[1]] if pair[0] in packs else 0
+                              for packs in absent]) for pair in pairs}
     spans: dict[tuple[str, str, str], list[FrameRecord]] = {}
     for frame in frames:
         for cabin, pack in frame.packs.items():
             for missing in pack.missing:
                 spans.setdefault((cabin, missing.reason, missing.key), []).append(frame)
+            for summary in pack.summaries:
+                spans.setdefault((cabin, summary.reason, f'{summary.pattern} (counted)'),
+                                 []).append(frame)
     rows = [(cabin, reason, key, describe_ticks([f.tick for f in seen]),
              f'{seen[0].stamp:.1f}-{seen[-1].stamp:.1f} s')
             for (cabin, reason, key), seen in sorted(spans.items())]

@@ -87,9 +87,11 @@ def tick_series(recording: Recording, capacity: int | None = None) -> TickSeries
     evicted_per_tick: dict[int, int] = {}
     for eviction in recording.evictions:
         evicted_per_tick[eviction.tick] = evicted_per_tick.get(eviction.tick, 0) + 1
-    reasons = sorted({m.reason for f in frames for p in f.packs.values() for m in p.missing})
-    missing_by_reason = {reason: np.array([sum(m.reason == reason for p in f.packs.values()
-                                               for m in p.missing) for f in frames], dtype=np.int64)
+    # Every absence a pack reports: listed, or counted in a glob's summary.
+    counts = [[pack.absent_counts() for pack in f.packs.values()] for f in frames]
+    reasons = sorted({reason for packs in counts for pack in packs for reason in pack})
+    missing_by_reason = {reason: np.array([sum(pack[reason] for pack in packs)
+                                           for packs in counts], dtype=np.int64)
                          for reason in reasons}
     alarms, alarm_source = capacity_alarms(recording, capacity)
     return TickSeries(
@@ -99,7 +101,7 @@ def tick_series(recording: Recording, capacity: int | None = None) -> TickSeries
                                           for f in frames], dtype=np.int64)
                          for cabin in recording.cabins},
         evictions=np.array([evicted_per_tick.get(int(t), 0) for t in ticks], dtype=np.int64),
-        missing=np.array([sum(len(p.missing) for p in f.packs.values()) for f in frames],
+        missing=np.array([sum(sum(pack.values()) for pack in packs) for packs in counts],
                          dtype=np.int64),
         missing_by_reason=missing_by_reason,
         alarms=alarms,

@@ -211,7 +211,10 @@ def watch_model(frame: FrameRecord, evictions: Iterable[EvictionRecord] = (),
     panels = tuple(CabinPanel(
         name, frame.packs[name].digest, item_rows(frame, name),
         tuple(MissingRecord(m.key, m.reason, m.text(frame.stamp))
-              for m in frame.packs[name].missing),
+              for m in frame.packs[name].missing)
+        # A glob's absent keys counted (a few of them listed above): one row for all.
+        + tuple(MissingRecord(f'{s.pattern} (counted)', s.reason, s.text(frame.stamp))
+                for s in frame.packs[name].summaries),
         len(frame.packs[name].events)) for name in cabins)
     evictions = list(evictions)
     use = gauge(frame, capacity)

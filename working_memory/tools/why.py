@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from working_memory.tools.recording import (EvictionRecord, FrameRecord, MissingRecord, PackRecord,
-                                            ReadmissionRecord, Recording)
+                                            ReadmissionRecord, Recording, SummaryRecord)
 
 PRESENT = 'present'
 PRESENT_STALE = 'present, stale'
@@ -67,6 +67,23 @@ def missing_entry(pack: PackRecord, key: str) -> MissingRecord | None:
     return None
 
 
+def counted_in(pack: PackRecord, key: str) -> SummaryRecord | None:
+    """Return the summary of the first glob matching `key` that counts absent keys, or None.
+
+    A pack lists the most valuable few of the absent keys a glob selects and counts the
+    rest: a key it does not list is one of them when the glob matches it.
+    """
+    return next((summary for summary in pack.summaries if fnmatchcase(key, summary.pattern)),
+                None)
+
+
+def summary_detail(summary: SummaryRecord, stamp: float) -> str:
+    """Return why a key under a summarised glob has no note of its own, with the summary."""
+    return (f'not listed: under {summary.pattern}, whose {summary.reason} keys the pack counts '
+            f'(~/explain or wm-inspect replay give this key its own note): '
+            f'{summary.text(stamp)}')
+
+
 def eviction_detail(eviction: EvictionRecord) -> str:
     """Return e.g. 'evicted at tick 4 (CAPACITY): importance 0.20, unused for 1.00 s'."""
     return (f'evicted at tick {eviction.tick} ({eviction.reason}): importance '
@@ -74,12 +91,14 @@ def eviction_detail(eviction: EvictionRecord) -> str:
 
 
 def state_at(pack: PackRecord | None, key: str, eviction: EvictionRecord | None = None,
-             readmitted: bool = False) -> tuple[str, str]:
+             readmitted: bool = False, stamp: float = 0.0) -> tuple[str, str]:
     """Return (state, detail) of `key` in one pack (None: the cabin had no pack that tick).
 
     `eviction` is the key's eviction that keeps it out at this tick when the cabin
     selects the key: a selected key that is not required gets no MissingItem, so only
-    the eviction record tells why it is absent. `readmitted`: it came back this tick.
+    the eviction record tells why it is absent. `readmitted`: it came back this tick. A
+    key a glob's summary counts without a note of its own has that summary's reason
+    (read at the pack's `stamp` [s]).
     """
     if pack is None:
         return NOT_IN_PACK, 'cabin had no pack'
@@ -96,6 +115,9 @@ def state_at(pack: PackRecord | None, key: str, eviction: EvictionRecord | None 
         return missing.reason, missing.detail
     if eviction is not None:
         return EVICTED, eviction_detail(eviction)
+    summary = counted_in(pack, key)
+    if summary is not None:
+        return summary.reason, summary_detail(summary, stamp)
     return NOT_IN_PACK, 'not selected and not required by the manifest'
 
 
@@ -126,7 +148,7 @@ def cabin_history(frames: tuple[FrameRecord, ...], cabin: str, key: str,
     for frame in frames:
         out = evicted_in.get(frame.tick, out)
         pack = frame.packs.get(cabin)
-        state, detail = state_at(pack, key, out, frame.tick in back_in)
+        state, detail = state_at(pack, key, out, frame.tick in back_in, frame.stamp)
         if state in (PRESENT, PRESENT_STALE):
             out = None
         if spans and spans[-1].state == state:
