@@ -14,7 +14,6 @@ from typing import Any, Callable, Iterable
 from rclpy.exceptions import InvalidTopicNameException
 from rclpy.lifecycle import LifecycleNode
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rosidl_runtime_py.utilities import get_message
 
 from working_memory.core.checks import did_you_mean
 from working_memory.ros.source_map import FieldType, SourceSpec, TypeInfo
@@ -27,6 +26,12 @@ _BOUNDED = re.compile(r'<=\d+$')
 
 def message_type(type_name: str) -> type:
     """Return the message class of 'pkg/msg/Name'; LookupError names the closest one."""
+    try:
+        # Imported here: a node without sources runs where rosidl_runtime_py is missing.
+        from rosidl_runtime_py.utilities import get_message
+    except ImportError:
+        raise LookupError('typed-topic sources need rosidl_runtime_py (ROS 2; in this '
+                          "repository's venv from ../shared/wheels)") from None
     try:
         return get_message(type_name)
     except ValueError:
