@@ -24,10 +24,12 @@ def clean_blackboard():
     Blackboard.clear()
 
 
-def pack(tick, cabin='planner', values=None, missing=(), frame_digest=None, stamp=None):
+def pack(tick, cabin='planner', values=None, missing=(), frame_digest=None, stamp=None,
+         stamps=None):
     values = {'pose': {'x': 1.0, 'y': 2.0}, 'goal:deliver': {'x': 5.0, 'y': 5.0}} \
         if values is None else values
     return PackView(cabin=cabin, tick=tick, stamp=100.0 + tick if stamp is None else stamp,
+                    stamps=stamps or {},
                     digest=f'pack{tick}', frame_digest=frame_digest or f'frame{tick}',
                     values=values,
                     events=(Event(seq=1, stamp=99.0, kind=EventKind.FAILURE, source='executor',
@@ -224,21 +226,26 @@ def test_a_condition_without_a_pack_on_the_blackboard_says_so():
     assert 'no planner pack on the blackboard' in condition.feedback_message
 
 
-def test_key_fresh_fails_on_an_old_pack_and_on_a_missing_key():
+def test_key_fresh_fails_on_an_old_value_and_on_a_missing_key():
+    # The pose was stamped 104.0 by its writer; the pack of tick 5 frozen at 105.0.
     clock = Source(110.0)
-    memory = WorkingMemoryToBlackboard('planner', Source(pack(5, missing=[EVICTED])))
+    view = pack(5, missing=[EVICTED], stamps={'pose': 104.0})
+    memory = WorkingMemoryToBlackboard('planner', Source(view))
     fresh = KeyFresh('pose', 'planner', max_age_s=2.0, clock=clock)
     gone = KeyFresh('safety:zone/high_voltage', 'planner', max_age_s=2.0, clock=clock)
     tree = tree_of(memory, py_trees.composites.Parallel(
         'both', policy=py_trees.common.ParallelPolicy.SuccessOnAll(), children=[fresh, gone]))
-    tree.tick()   # the pack of tick 5 is stamped 105.0: 5 s old
+    tree.tick()   # the pose's value is 6 s old
     assert fresh.status is Status.FAILURE
-    assert fresh.feedback_message == ('pose: in the pack of tick 5, frozen 5.00 s ago '
+    assert fresh.feedback_message == ('pose: in the pack of tick 5, its value 6.00 s old '
                                       '(more than 2 s)')
-    clock.view = 106.5
+    clock.view = 105.5   # the pack is 0.5 s old, the value 1.5 s
     tree.tick()
     assert fresh.status is Status.SUCCESS
-    assert fresh.feedback_message == 'pose: in the pack of tick 5, 1.50 s old'
+    assert fresh.feedback_message == 'pose: in the pack of tick 5, its value 1.50 s old'
+    clock.view = 105.5 + 1.0   # the value 2.5 s old though the pack is not: a stopped writer
+    tree.tick()
+    assert fresh.status is Status.FAILURE
     assert gone.status is Status.FAILURE and 'EVICTED (evicted at tick 41' in gone.feedback_message
     with pytest.raises(ValueError, match='max_age_s'):
         KeyFresh('pose', 'planner', max_age_s=-1.0)

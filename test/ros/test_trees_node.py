@@ -112,8 +112,9 @@ def test_the_example_of_docs_trees_runs_and_explains_a_missing_item(context, add
                       'evicted at tick 1 (capacity): importance 0.30, unused since its last use')
 
     def publish(tick, items, missing=()):
-        # Stamped when sent: the example's KeyFresh allows the pack 0.5 s.
+        # Stamped when sent, the values too: the example's KeyFresh allows the pose 0.5 s.
         stamp = node.get_clock().now().nanoseconds * 1e-9
+        items = [item._replace(stamp=stamp, last_used=stamp) for item in items]
         core = make_frame(tick, stamp, [make_pack('planner', tick, stamp, items, (), None,
                                                   missing)])
         frames.publish(context_frame_msg(core, 'map'))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from working_memory.core.gridmap import MapWindow
@@ -50,9 +50,13 @@ class PackView:
     resyncing: bool = False
     # Unique to the node start that made it ('': not known): a new one is a restarted node.
     start_id: str = ''
+    # Board key -> when its value was produced, as its source stamped it [s, ROS time]
+    # (empty when not known): `stamp` minus it is the value's own age.
+    stamps: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, 'values', types.MappingProxyType(dict(self.values)))
+        object.__setattr__(self, 'stamps', types.MappingProxyType(dict(self.stamps)))
         object.__setattr__(self, 'events', tuple(self.events))
         object.__setattr__(self, 'missing', tuple(self.missing))
         object.__setattr__(self, 'missing_summaries', tuple(self.missing_summaries))

@@ -100,7 +100,7 @@ def json_text(value: Any) -> str:
 def working_item_msg(item: Item, pack: Pack) -> WorkingItem:
     """Return a core Item of `pack` as a WorkingItem, `last_used` on the clock of the pack."""
     return WorkingItem(key=item.key, value=json_text(item.value), source=item.source.value,
-                       importance=item.importance,
+                       importance=item.importance, stamp=time_from_seconds(item.stamp),
                        last_used=time_from_seconds(pack.ros_time(item.last_used)),
                        stale=item.stale, exempt=item.exempt)
 
@@ -437,7 +437,9 @@ def pack_view_from_msg(msg, frame_digest: str | None) -> PackView:
     return PackView(cabin=msg.cabin, tick=msg.tick, stamp=stamp, digest=msg.digest,
                     frame_digest=frame_digest, values=values, events=tuple(events),
                     missing=tuple(missing), map_window=window,
-                    map_window_digest=reference, missing_summaries=tuple(summaries))
+                    map_window_digest=reference, missing_summaries=tuple(summaries),
+                    stamps={item.key: seconds_from_time(item.stamp) for item in msg.items
+                            if getattr(item, 'stamp', None) is not None})
 
 
 def window_from_grid(grid_msg) -> MapWindow:

@@ -37,8 +37,9 @@ _U32 = struct.Struct('<I')
 _TIME = struct.Struct('<iI')
 _F64 = struct.Struct('<d')
 _U64 = struct.Struct('<Q')
-# WorkingItem after its strings: float64 importance, Time last_used, bool stale, bool exempt.
-_ITEM_TAIL = struct.Struct('<diI??')
+# WorkingItem after its strings: float64 importance, Time stamp, Time last_used, bool stale,
+# bool exempt.
+_ITEM_TAIL = struct.Struct('<diIiI??')
 _ITEM_TIME_FROM_END = 10   # last_used starts 10 bytes before a WorkingItem's end
 _ITEM_FLAGS = 2            # and the two bools after it end the item
 # MapMetaData after its map_load_time (a Time): float32 resolution, uint32 width, height.
@@ -53,8 +54,8 @@ _SUMMARY_TAIL = struct.Struct('<IIiIiI')
 # MissingItem.ages: false, true (a CDR bool is one byte).
 _NO_AGE, _AGES = b'\x00', b'\x01'
 # An Item's fields a WorkingItem's bytes (but last_used) depend on, by position: the very
-# value and source (1, 2); key, importance, stale, exempt (0, 3, 6, 7) equal.
-_WIRE_SAME, _WIRE_EQUAL = (1, 2), (0, 3, 6, 7)
+# value and source (1, 2); key, importance, stamp, stale, exempt (0, 3, 4, 6, 7) equal.
+_WIRE_SAME, _WIRE_EQUAL = (1, 2), (0, 3, 4, 6, 7)
 _LAST_USED = operator.itemgetter(5)
 # A (piece, split) pair's parts; a split's (bytes before last_used, flags, length).
 _PIECE, _SPLIT = operator.itemgetter(0), operator.itemgetter(1)
@@ -81,11 +82,11 @@ def item_split(item: Item, text: str, phase: int) -> tuple[bytes, bytes, int]:
     """
     piece = Writer()
     piece.offset = phase
-    # Item fields by position: 0 key, 2 source, 3 importance, 6 stale, 7 exempt.
+    # Item fields by position: 0 key, 2 source, 3 importance, 4 stamp, 6 stale, 7 exempt.
     piece.string(cdr_string(item[0]))
     piece.string(cdr_string(text))
     piece.string(cdr_string(item[2].value))
-    piece.put(_ITEM_TAIL.pack(item[3], 0, 0, item[6], item[7]), 8)
+    piece.put(_ITEM_TAIL.pack(item[3], *nanoseconds(item[4]), 0, 0, item[6], item[7]), 8)
     data = b''.join(piece.parts[1:])
     return data[:-_ITEM_TIME_FROM_END], data[-_ITEM_FLAGS:], len(data)
 
@@ -94,22 +95,22 @@ def item_pieces(items: tuple, positions, phase: int, used: dict, kept: dict,
                 text_of) -> list[tuple[tuple, tuple]]:
     """Return the (piece, split) of `items` at `positions`, reusing kept pieces.
 
-    A piece is (value, source, importance, stale, exempt, {phase: split}); a key's piece
-    in `used` (else `kept`) is reused while it holds the very value and source and equal
-    importance and flags, and is put in `used` either way. A split is `item_split`'s, made
-    once per piece and phase with `text_of(value)`: the item at position 0 starts at
-    `phase`, every later one at phase 2.
+    A piece is (value, source, importance, stale, exempt, {phase: split}, stamp); a key's
+    piece in `used` (else `kept`) is reused while it holds the very value and source and
+    equal importance, flags and stamp, and is put in `used` either way. A split is
+    `item_split`'s, made once per piece and phase with `text_of(value)`: the item at
+    position 0 starts at `phase`, every later one at phase 2.
     """
     pairs = []
     for position in positions:
-        # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 6 stale, 7 exempt.
-        # The value must be the very object (1, 1.0 and True are equal but encode apart).
+        # Item fields by position: 0 key, 1 value, 2 source, 3 importance, 4 stamp, 6 stale,
+        # 7 exempt. The value must be the very object (1, 1.0 and True encode apart).
         item = items[position]
         piece = used.get(item[0]) or kept.get(item[0])
         if piece is None or not (piece[0] is item[1] and piece[1] is item[2]
                                  and piece[2] == item[3] and piece[3] == item[6]
-                                 and piece[4] == item[7]):
-            piece = (item[1], item[2], item[3], item[6], item[7], {})
+                                 and piece[4] == item[7] and piece[6] == item[4]):
+            piece = (item[1], item[2], item[3], item[6], item[7], {}, item[4])
         used[item[0]] = piece
         at = phase if position == 0 else _ITEM_PHASE
         split = piece[5].get(at)

@@ -61,7 +61,7 @@ class _PackCondition(py_trees.behaviour.Behaviour):
         namespace = cabin_namespace(cabin, root)
         self._board = self.attach_blackboard_client(name=name, namespace=namespace)
         self._value_key = f'{namespace}/{VALUES}{key}'
-        for name_ in (self._value_key, 'tick', 'stamp', 'missing'):
+        for name_ in (self._value_key, 'tick', 'stamp', 'missing', 'pack'):
             self._board.register_key(key=name_, access=py_trees.common.Access.READ)
 
     def _read(self, name: str) -> Any:
@@ -113,13 +113,14 @@ class KeyPresent(_PackCondition):
 
 
 class KeyFresh(_PackCondition):
-    """SUCCESS when `key` is in the pack and the pack was frozen at most `max_age_s` [s] ago.
+    """SUCCESS when `key` is in the pack and its value is at most `max_age_s` [s] old.
 
-    The working memory already keeps a value past its ttl out of the pack (missing
-    STALE); this condition adds the age of the pack itself at tree time: a tree that
-    ticks on while the working memory stalls stops trusting it. `clock()` returns the
-    time [s] on the clock of the pack's stamp (the node's clock: sim time under
-    use_sim_time); it defaults to the wall clock, which is ROS time without sim time.
+    The value's age runs from its own stamp (as its writer stamped it: the pack's
+    `stamps`, else the pack's frozen time) to `clock()` at tree time: a reading whose
+    writer stopped, and a pack of a working memory that stalls, both grow old. The
+    working memory already keeps a value past its ttl out of the pack (missing STALE).
+    `clock()` returns the time [s] on the node's clock (sim time under use_sim_time);
+    it defaults to the wall clock, which is ROS time without sim time.
     """
 
     def __init__(self, key: str, cabin: str, max_age_s: float,
@@ -135,12 +136,14 @@ class KeyFresh(_PackCondition):
         """Check presence, then the pack's age."""
         if not self._in_pack():
             return Status.FAILURE
-        tick, age = self._read('tick'), self._clock() - self._read('stamp')
+        tick, stamp = self._read('tick'), self._read('stamp')
+        age = self._clock() - self._read('pack').stamps.get(self.key, stamp)
         if age > self.max_age_s:
-            self.feedback_message = (f'{self.key}: in the pack of tick {tick}, frozen {age:.2f} s '
-                                     f'ago (more than {self.max_age_s:g} s)')
+            self.feedback_message = (f'{self.key}: in the pack of tick {tick}, its value '
+                                     f'{age:.2f} s old (more than {self.max_age_s:g} s)')
             return Status.FAILURE
-        self.feedback_message = f'{self.key}: in the pack of tick {tick}, {max(age, 0.0):.2f} s old'
+        self.feedback_message = (f'{self.key}: in the pack of tick {tick}, its value '
+                                 f'{max(age, 0.0):.2f} s old')
         return Status.SUCCESS
 
 
