@@ -180,24 +180,29 @@ def node_command(tick_hz: float, node: tuple[str, ...] = NODE,
             '--log-level', 'warn']
 
 
-def bulk_config(path: pathlib.Path, items: int) -> pathlib.Path:
-    """Write a params file with one cabin selecting every `item:*` key, room for all of them."""
+def one_cabin_config(path: pathlib.Path, cabin: str, keys: str, capacity: int,
+                     node: str = '', manifest: str = '') -> pathlib.Path:
+    """Write a params file: one `cabin` selecting the glob `keys`, at `capacity`.
+
+    `node` and `manifest` are more YAML lines of the node and of the cabin.
+    """
     path.write_text(
         '/**:\n  ros__parameters:\n'
-        f'    capacity: {items + 64}\n'
-        '    cabin_names: [bulk]\n'
-        '    cabins:\n      bulk:\n        board_keys: ["item:*"]\n', encoding='utf-8')
+        f'    capacity: {capacity}\n{node}'
+        f'    cabin_names: [{cabin}]\n'
+        f'    cabins:\n      {cabin}:\n        board_keys: ["{keys}"]\n{manifest}',
+        encoding='utf-8')
     return path
+
+
+def bulk_config(path: pathlib.Path, items: int) -> pathlib.Path:
+    """Write a params file with one cabin selecting every `item:*` key, room for all of them."""
+    return one_cabin_config(path, 'bulk', 'item:*', items + 64)
 
 
 def growing_config(path: pathlib.Path, capacity: int) -> pathlib.Path:
     """Write a params file with one cabin selecting `obj:*` (per-object state) at `capacity`."""
-    path.write_text(
-        '/**:\n  ros__parameters:\n'
-        f'    capacity: {capacity}\n'
-        '    cabin_names: [tracker]\n'
-        '    cabins:\n      tracker:\n        board_keys: ["obj:*"]\n', encoding='utf-8')
-    return path
+    return one_cabin_config(path, 'tracker', 'obj:*', capacity)
 
 
 # Figure groups, each runnable alone (--only). soak runs only when asked (--soak).
@@ -658,14 +663,9 @@ def _board100k_figures(workdir, env, settings: Settings) -> list[Figure]:
 
 def restart_config(path: pathlib.Path, keys: int, events: int) -> pathlib.Path:
     """Write a params file: one cabin reading every `item:*` key and every event in its window."""
-    path.write_text(
-        '/**:\n  ros__parameters:\n'
-        f'    capacity: {keys + events + 64}\n'
-        f'    event_log_limit: {2 * events}\n'
-        '    cabin_names: [bulk]\n'
-        '    cabins:\n      bulk:\n        board_keys: ["item:*"]\n'
-        f'        events:\n          window_s: {RESTART_WINDOW_S}\n', encoding='utf-8')
-    return path
+    return one_cabin_config(path, 'bulk', 'item:*', keys + events + 64,
+                            node=f'    event_log_limit: {2 * events}\n',
+                            manifest=f'        events:\n          window_s: {RESTART_WINDOW_S}\n')
 
 
 def restart_times(frames: list, since: float, keys: int, events: int) -> dict[str, float]:

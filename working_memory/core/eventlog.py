@@ -39,8 +39,9 @@ class EventLog:
         self._next_seq = 0
         self._dropped = 0
         self._duplicates = 0
-        self._held: Counter[tuple] = Counter()       # identity() -> copies held
-        self._answered: Counter[tuple] = Counter()   # ... taken from answers, no live copy yet
+        # identity() -> copies taken from writers' answers whose live copy has not come (a
+        # live event is hashed only while this holds anything: after a restart).
+        self._answered: Counter[tuple] = Counter()
         self._last_stamp: dict[EventKind, float] = {}
 
     def append(self, event: Event) -> Event | None:
@@ -56,13 +57,14 @@ class EventLog:
         An event held already, as many times as the answer has it, is a copy.
         """
         events = list(events)
-        with self._lock:
-            have = Counter({identity: self._held[identity]
-                            for identity in map(_event_identity, events)
-                            if self._held[identity]})
+        identities = [_event_identity(event) for event in events]
+        wanted = set(identities)
+        with self._lock:   # an answer is rare (a restart): the held events are counted now
+            have = Counter(identity for identity in (_identity(held, held.detail)
+                                                     for held in self._events)
+                           if identity in wanted)
         stored = []
-        for event in events:
-            identity = _event_identity(event)
+        for event, identity in zip(events, identities):
             if have[identity] > 0:
                 have[identity] -= 1
                 with self._lock:
@@ -76,17 +78,18 @@ class EventLog:
             raise ValueError(f'event: must be an Event, got {event!r}')
         check_json(event.detail, f'event {event.key!r}: detail')
         detail = deep_freeze(event.detail)
-        identity = _identity(event, detail)
+        identity = _identity(event, detail) if answered or self._answered else None
         with self._lock:
+            if identity is None and self._answered:   # an answer came meanwhile
+                identity = _identity(event, detail)
             if answered:
                 self._answered[identity] += 1
-            elif self._answered[identity] > 0:
+            elif identity is not None and self._answered[identity] > 0:
                 self._answered[identity] -= 1
                 self._duplicates += 1
                 return None
             effective = (event.effective_stamp if self._timebase is None
                          else self._timebase.place(event.stamp))
-            self._held[identity] += 1
             stored = dataclasses.replace(event, seq=self._next_seq, detail=detail,
                                          effective_stamp=effective)
             self._next_seq += 1
@@ -95,11 +98,8 @@ class EventLog:
             self._keys.insert(index, key)
             self._events.insert(index, stored)
             if len(self._events) > self._limit:
-                gone = _identity(self._events[0], self._events[0].detail)
-                self._held[gone] -= 1
-                if self._held[gone] <= 0:
-                    del self._held[gone]
-                    self._answered.pop(gone, None)
+                if self._answered:   # a copy that never came live is not waited for past it
+                    self._answered.pop(_identity(self._events[0], self._events[0].detail), None)
                 del self._keys[0], self._events[0]
                 self._dropped += 1
             last = self._last_stamp.get(stored.kind)

@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         outcome = run_scenario(
             options, progress=Progress(lambda line: print(line, flush=True)),
             until=lambda o: interrupted.is_set() or (
-                o.first_alarm_s is not None and o.sim_time_s - o.first_alarm_s >= args.after_alarm))
+                o.first_alarm_s is not None and o.planner_last == 'alarm'
+                and o.sim_time_s - o.first_alarm_s >= args.after_alarm))
     finally:
         rclpy.try_shutdown()
         signal.signal(signal.SIGINT, previous)

@@ -144,6 +144,7 @@ class Outcome:
     door_strategies: list[str] = field(default_factory=list)
     failures: int = 0
     planner_decisions: dict[str, int] = field(default_factory=dict)
+    planner_last: str = ''   # the planner's latest decision ('alarm' while it holds)
     timed_out: bool = False
     limit: str = ''   # the time limit that ended the run, if one did
     bag_path: Path | None = None
@@ -157,6 +158,7 @@ class Observer(Node):
         super().__init__('scenario_observer', **kwargs)
         self.outcome = outcome
         self.status: dict = {}
+        self.ticks_before = 0   # the ticks of the working memory's earlier starts
         self.create_subscription(String, '/sim_world/status', self._on_sim_status,
                                  qos.latched_qos())
         self.create_subscription(LogEvent, 'log', self._on_log, qos.stream_qos(100))
@@ -193,12 +195,14 @@ class Observer(Node):
         policy = detail.get('retry_policy') if isinstance(detail, dict) else None
         if policy:
             self.outcome.retry_policies.add(policy)
-        self.outcome.ticks = max(self.outcome.ticks, tick)
+        # A restarted working memory counts its ticks from 1 again: after those before it.
+        self.outcome.ticks = max(self.outcome.ticks, self.ticks_before + tick)
 
     def _on_planner(self, msg: DecisionStatus) -> None:
         _, _, _, decision = decision_status_from_msg(msg)
         counts = self.outcome.planner_decisions
         counts[decision] = counts.get(decision, 0) + 1
+        self.outcome.planner_last = decision
 
 
 class Scenario:
@@ -315,6 +319,7 @@ class Scenario:
             if transition() != TransitionCallbackReturn.SUCCESS:
                 raise RuntimeError(f'working_memory restart: {transition.__name__} failed')
         self.outcome.restarts.append(self.outcome.sim_time_s)
+        self.observer.ticks_before = self.outcome.ticks
 
     def destroy(self) -> None:
         """Destroy every node of the scenario."""

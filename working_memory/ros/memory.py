@@ -133,7 +133,7 @@ class Memory:
             Status('resync', Level.WARN if resync.active or resync.unheard else Level.OK,
                    resync.status(time.monotonic() if steady is None else steady),
                    (('started', f'{resync.started:.3f}'), ('start_id', resync.start_id),
-                    ('active', str(resync.active)),
+                    ('active', str(resync.active)), ('complete', str(resync.complete)),
                     ('took_s', '' if resync.took is None else f'{resync.took:.3f}'),
                     ('not_heard', ', '.join(resync.unheard)),
                     ('duplicate_events', str(self.log.duplicates)))),
