@@ -268,7 +268,7 @@ def test_semantic_filter_excludes_tags_but_never_goal_or_safety():
     world.put('battery', 0.5)
     pack = world.assemble(1.0).pack('planner')
     assert keys(pack) == ['battery', 'goal:charge', 'safety:charger_hv']
-    assert {m.key: m.reason for m in pack.absent} == {'station:3': OUT_OF_SCOPE}
+    assert {key: m.reason for key, m in pack.absent.items()} == {'station:3': OUT_OF_SCOPE}
 
 
 def test_tags_by_goal_keep_only_the_goals_topics():
@@ -328,7 +328,7 @@ def test_over_capacity_a_tick_evicts_only_what_its_packs_then_lack():
         assert {'pose', 'route'} <= served and len(served) == 8
         assert missing(frame.pack('monitor')) == {}  # sensors are not required
     # The same four stay out: updated as often as the others, they never outrank them.
-    assert {m.key for m in frame.pack('monitor').absent} == {f'sensor:{n}' for n in range(4)}
+    assert set(frame.pack('monitor').absent) == {f'sensor:{n}' for n in range(4)}
 
 
 def test_steady_over_capacity_selection_evicts_in_the_first_tick_only():
@@ -358,9 +358,9 @@ def test_retained_frames_share_absent_records_and_windows_while_they_hold():
     second, third = world.assemble(2.0).pack('monitor'), world.assemble(3.0).pack('monitor')
     # One note per evicted key for all ticks; only the age it reports grows.
     assert len(second.absent) == 6
-    assert all(a is b for a, b in zip(second.absent, third.absent))
-    assert second.absent[0].text(second.effective).endswith('its last use 1.0 s ago')
-    assert third.absent[0].text(third.effective).endswith('its last use 2.0 s ago')
+    assert all(second.absent[key] is third.absent[key] for key in second.absent)
+    assert second.absent['sensor:0'].text(second.effective).endswith('its last use 1.0 s ago')
+    assert third.absent['sensor:0'].text(third.effective).endswith('its last use 2.0 s ago')
 
 
 def test_a_map_window_is_cut_again_only_when_its_grid_route_or_pose_changes():
@@ -532,7 +532,8 @@ def test_a_forward_jump_ages_everything_by_the_time_skipped():
     assert keys(pack) == ['battery'] and len(pack.events) == 1
     pack = world.assemble(60.0).pack('planner')   # 58 s skipped
     assert keys(pack) == [] and pack.events == ()
-    assert pack.absent[0].text(pack.effective) == 'stale: its ttl of 5.0 s ran out 54.0 s ago'
+    assert pack.absent['battery'].text(pack.effective) == (
+        'stale: its ttl of 5.0 s ran out 54.0 s ago')
 
 
 def test_repeated_resets_keep_one_timeline():
@@ -547,7 +548,8 @@ def test_repeated_resets_keep_one_timeline():
     assert keys(pack) == ['battery'] and len(pack.events) == 1
     pack = world.assemble(9.0).pack('planner')   # effective 23 s
     assert keys(pack) == [] and len(pack.events) == 1
-    assert pack.absent[0].text(pack.effective) == 'stale: its ttl of 12.0 s ran out 1.0 s ago'
+    assert pack.absent['battery'].text(pack.effective) == (
+        'stale: its ttl of 12.0 s ran out 1.0 s ago')
 
 
 def test_frozen_frame_values_cannot_be_changed():
@@ -695,7 +697,7 @@ def test_served_items_are_fresh_board_truth_and_everything_else_is_explained(
             fresh_exempt = {key for key in selected if key.startswith(('goal', 'safety'))
                             and not view.get(key).is_stale(now)}
             assert fresh_exempt <= served
-            explained = {m.key for m in pack.absent}
+            explained = set(pack.absent)
             assert selected - served == explained
             assert pack.digest == pack_digest(pack.items, pack.events, pack.map_window,
                                               pack.missing, summaries=pack.summaries)

@@ -69,8 +69,9 @@ def _replayed_against_a_fresh_start(cabins, steps, capacity, grid=None, facts=_f
                      for key, value, importance, ttl, tags in sets], removes)
         for kind in kinds:
             log.append(Event(now, kind, 'test', f'k{tick}'))
-        # Manifests set again: a new index of the board, so this assembler starts over.
-        fresh.set_manifests(manifests)
+        # A new assembler over the same working set: it reads the board and the working set
+        # anew (a new index of the board, every cabin, wish and waiting key from scratch).
+        fresh = Assembler(manifests, fresh_set)
         frame = kept.assemble(tick, now, board, log, grid)
         assert facts(frame) == facts(fresh.assemble(tick, now, board, log, grid))
         assert all(pack.digest == _digest_from_scratch(pack) for pack in frame.packs.values())

@@ -41,19 +41,23 @@ def _applied(mirror, step, entry):
 
 @settings(max_examples=120, deadline=None)
 @given(changes)
-def test_sorted_notes_are_the_absent_and_stale_notes_by_key_after_any_changes(steps):
+def test_absent_notes_and_their_changes_are_what_a_start_over_finds_after_any_changes(steps):
     cabin, mirror, now = CabinBoard(MANIFEST, ('goal', 'safety')), {}, 0.0
     cabin.update(mirror, None, now)
+    assert cabin.take_absent_changed() is None   # a start over: any key may have changed
     for step, dt in steps:
         now += dt
+        before = dict(cabin.absent)
         cabin.update(mirror, _applied(mirror, step, lambda key, spec: BoardEntry(
             key, 1, now - spec[2], spec[3], ttl=spec[0], tags=spec[1])), now)
-        assert cabin.absent_sorted == tuple(sorted(cabin.absent.values(), key=lambda n: n.key))
-        assert cabin.stale_sorted == tuple(cabin.absent[key] for key in sorted(cabin.stale))
+        after = dict(cabin.absent)
+        changed = cabin.take_absent_changed()
+        assert {key for key in before.keys() | after.keys()
+                if before.get(key) is not after.get(key)} <= changed
         fresh = CabinBoard(MANIFEST, ('goal', 'safety'))
         fresh.update(mirror, None, now)
-        assert fresh.absent_sorted == cabin.absent_sorted
-        assert fresh.stale_sorted == cabin.stale_sorted
+        assert dict(fresh.absent) == after
+        assert fresh.stale == cabin.stale
         assert (cabin.stale_listed, cabin.summaries) == _listing_from_scratch(cabin, mirror)
         assert (fresh.stale_listed, fresh.summaries) == (cabin.stale_listed, cabin.summaries)
 
@@ -112,16 +116,15 @@ def test_a_globs_stale_keys_are_counted_and_its_most_valuable_listed():
     assert [note.key for note in cabin.stale_listed] == ['obj:997', 'obj:998', 'obj:999', 'pose']
 
 
-def test_a_tick_without_changes_hands_out_the_same_sorted_notes_object():
+def test_a_tick_without_changes_changes_no_note():
     cabin = CabinBoard(MANIFEST, ('goal', 'safety'))
     mirror = {key: BoardEntry(key, 1, 0.0, ttl=1.0) for key in KEYS}
     cabin.update(mirror, None, 0.0)
     cabin.update(mirror, {}, 2.0)           # every sensor's ttl ran out: the notes change
-    notes, stale = cabin.absent_sorted, cabin.stale_sorted
-    assert [note.key for note in stale] == sorted(key for key in KEYS if key != 'door:d2'
-                                                  and key != 'other:x')
+    cabin.take_absent_changed()
+    assert sorted(cabin.stale) == sorted(key for key in KEYS if key not in ('door:d2', 'other:x'))
     cabin.update(mirror, {}, 2.1)           # nothing came, went or changed
-    assert cabin.absent_sorted is notes and cabin.stale_sorted is stale
+    assert cabin.take_absent_changed() == set()
 
 
 def test_a_reading_refreshed_every_tick_queues_its_deadline_about_once_per_ttl():
@@ -195,8 +198,8 @@ planner_steps = st.lists(st.tuples(
 
 
 def _facts(cabin):
-    return (cabin.include, dict(cabin.served), cabin.served_sorted, cabin.absent_sorted,
-            cabin.stale_sorted, dict(cabin.withheld))
+    return (cabin.include, dict(cabin.served), dict(cabin.absent), dict(cabin.stale),
+            dict(cabin.withheld))
 
 
 @settings(max_examples=150, deadline=None)

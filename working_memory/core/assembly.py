@@ -19,7 +19,6 @@ effective timeline; staleness, event windows and ages are judged there (see
 
 from __future__ import annotations
 
-import bisect
 import fnmatch
 import operator
 import threading
@@ -27,6 +26,9 @@ from dataclasses import dataclass, field
 from itertools import chain
 from types import MappingProxyType
 from typing import Any, Mapping
+
+import immutables
+from sortedcontainers import SortedList
 
 from working_memory.core.board import BoardChanges, BoardSnapshot, BoardView
 from working_memory.core.checks import is_finite_number
@@ -85,7 +87,6 @@ class _Selection:
 
     manifest: Manifest
     board: Mapping[str, BoardEntry] = field(default_factory=dict)  # read only
-    board_sorted: list[str] = field(default_factory=list)          # its keys, sorted
     events: dict[str, Event] = field(default_factory=dict)  # item key -> event, oldest first
     touched: set[str] = field(default_factory=set)  # board keys whose selection changed
     went_stale: set[str] = field(default_factory=set)  # board keys that went stale since
@@ -94,11 +95,10 @@ class _Selection:
     summaries: tuple[MissingSummary, ...] = ()   # the stale keys of each glob, counted
     withheld: list[str] = field(default_factory=list)  # keys removed by injected drops
     # Selected but not served, per key: board keys and event items kept apart for required
-    # globs. The cabin's board notes (read only, and sorted by key) are kept across ticks; the
-    # served keys found evicted are noted apart.
+    # globs. The cabin's board notes and its served keys found evicted are kept across ticks
+    # (read only here).
     board_absent: Mapping[str, Missing] = field(default_factory=dict)
-    board_absent_sorted: tuple[Missing, ...] = ()
-    evicted_absent: dict[str, Missing] = field(default_factory=dict)
+    evicted_absent: Mapping[str, Missing] = field(default_factory=dict)
     event_absent: dict[str, Missing] = field(default_factory=dict)
     # Missing entries other than the stale keys' (made from stale_notes when the pack is).
     missing: dict[str, Missing] = field(default_factory=dict)
@@ -113,19 +113,37 @@ class _Steady:
     """A cabin's last pack and what it was made of, to hand out again while that holds.
 
     Its missing entries and absent notes are a function of the cabin's board keys and
-    notes (its `version`), its events and their absent notes, its map window and the
-    map's missing entries: while all are the same, so are they; and with the same
-    items' content, the same digest.
+    notes (its `version`), its served keys found evicted (their notes' `evicted` version),
+    its events and their absent notes, its map window and the map's missing entries: while
+    all are the same, so are they; and with the same items' content, the same digest.
     """
 
     cabin: CabinBoard
     version: int
+    evicted: int
     events: dict[str, Event]
     event_absent: dict[str, Missing]
     map_window: MapWindow | None
     map_missing: dict[str, Missing]
     items: list
     pack: Pack
+
+
+@dataclass
+class _Absent:
+    """What a cabin's packs hold as `absent`, kept across ticks and changed by what changed.
+
+    `notes` is a persistent map (a pack keeps the one of its tick for nothing): the
+    cabin's board notes, overlaid by `evicted` (its served keys found evicted), overlaid
+    by `events` (its event items not served). `version` grows with every change of
+    `evicted`.
+    """
+
+    cabin: CabinBoard
+    notes: immutables.Map
+    evicted: dict[str, Missing] = field(default_factory=dict)
+    events: dict[str, Missing] = field(default_factory=dict)
+    version: int = 0
 
 
 class Assembler:
@@ -162,11 +180,20 @@ class Assembler:
         self._positions: dict[str, int] = {}
         self._arrivals = 0
         self._cabins: dict[str, CabinBoard] = {}
-        # What the cabins want of the board (key -> want), its keys sorted, and the event
-        # items wanted last tick; None: look at the whole working set next tick.
+        # What the cabins want of the board (key -> want), and the event items wanted last
+        # tick; None: look at the whole working set next tick.
         self._board_wanted: dict[str, dict] = {}
-        self._board_sorted: list[str] = []
         self._event_keys: set[str] | None = None
+        # The wanted board keys evicted and unchanged, as (rank of their last use, key)
+        # sorted: a tick offers back only those that can earn a place (see _waiting_now).
+        self._waiting = SortedList()
+        self._waiting_rank: dict[str, tuple] = {}
+        # The keys present in the working set, sorted (as the last settlement left them),
+        # and the keys whose presence this tick may have changed (put, evicted, readmitted,
+        # removed).
+        self._present: list[str] = sorted(working_set.keys())
+        self._moved: set[str] = set()
+        self._absent: dict[str, _Absent] = {}   # cabin name -> its packs' absent notes
         self._rewish = False  # a cabin started over: redo the whole board wish
         # Event item keys by sequence number while the event object is the same.
         self._event_item_keys: dict[int, tuple[Event, str]] = {}
@@ -212,7 +239,10 @@ class Assembler:
         with self._lock:
             if tick is not None:
                 self._ws.tick = tick
-            return self._ws.set_limits(capacity, size_budget)
+            evictions = self._ws.set_limits(capacity, size_budget)
+            self._moved.update(record.key for record in evictions)
+            self._present_changed()
+            return evictions
 
     def assemble(self, tick: int, now: float, board: BoardSnapshot, log: EventLog,
                  grid: GridMap | None, pose: Any = None) -> Frame:
@@ -245,6 +275,7 @@ class Assembler:
             packs = [self._pack(selection, tick, now, effective, log)
                      for selection in selections]
             self._encodings.end_tick()
+            self._moved.clear()
             self._notes, self._notes_used = self._notes_used, {}
             self._eviction_notes, self._eviction_notes_used = self._eviction_notes_used, {}
             return make_frame(tick, now, packs, settlement.evicted, self._ws.capacity_alarm,
@@ -288,6 +319,7 @@ class Assembler:
             item = ws.get(key) or ws.evicted_item(key)
             if item is not None and item.source is Source.BOARD:
                 ws.remove(key)
+                self._moved.add(key)
 
     def _board_pose(self, view: BoardView, now: float) -> _Pose:
         if self._pose_key is None:
@@ -314,7 +346,6 @@ class Assembler:
             self._rewish = True
         cabin.update(view.entries, None if fresh else changes.entries, now)
         selection.board = cabin.served
-        selection.board_sorted = cabin.served_sorted
         selection.touched = cabin.take_touched()
         selection.went_stale = cabin.take_went_stale()
         selection.stale = cabin.stale
@@ -323,7 +354,6 @@ class Assembler:
         positions = self._positions
         selection.withheld = sorted(cabin.withheld, key=positions.__getitem__)
         selection.board_absent = cabin.absent
-        selection.board_absent_sorted = cabin.absent_sorted
         selection.cabin = cabin
         self._select_events(selection, log, now, cabin.include, cabin.exclude)
         if manifest.map.enabled and not manifest.drops.map:
@@ -491,14 +521,9 @@ class Assembler:
                 else:
                     wants[key] = _merged(previous, board_source, entry.value, entry.stamp,
                                          importance, False)
-        board_sorted = self._board_sorted
-        for key, want in wants.items():
-            if key not in board_wanted:
-                bisect.insort(board_sorted, key)
-            board_wanted[key] = want
+        board_wanted.update(wants)
         for key in touched.difference(wants):
-            if board_wanted.pop(key, None) is not None:
-                del board_sorted[bisect.bisect_left(board_sorted, key)]
+            board_wanted.pop(key, None)
         events: dict[str, dict] = {}
         for selection in selections:
             if not selection.events:
@@ -519,21 +544,18 @@ class Assembler:
             item = ws.get(key) or ws.evicted_item(key)
             if item is not None and item.source is Source.LOG:
                 ws.remove(key)
+                self._moved.add(key)
         self._event_keys = set(events)
         for key in sorted(newly_stale):
             item = ws.get(key)
             if item is not None and not item.stale:
                 ws.mark_stale(key)
-        # Only keys whose wish changed, events and evicted keys wanted again can need a put:
-        # any other wanted key is present and unchanged.
-        check = touched.union(events)
-        if ws.evicted_count < len(board_wanted):
-            check.update(item.key for item in ws.evicted_items() if item.key in board_wanted)
-        else:
-            check.update(filter(ws.is_evicted, board_wanted))
+        # Only keys whose wish changed and events can need a put: any other wanted key is
+        # present and unchanged, or evicted and unchanged (waiting).
+        self._recheck_waiting(touched | self._moved)
         candidates = []
         holding = ws.holding
-        for key in sorted(check):
+        for key in sorted(touched.union(events)):
             want = (events.get(key) if events else None) or board_wanted.get(key)
             if want is None:
                 continue
@@ -541,17 +563,63 @@ class Assembler:
             if held:   # present and unchanged
                 continue
             if held is False:   # evicted and unchanged: it competes with its last use
-                candidates.append(key)
+                if key in events:
+                    candidates.append(key)
                 continue
             ws.put(key, now=now, defer_eviction=True, **want)
+            self._moved.add(key)
+        candidates += self._waiting_now()
         # Evict once, after the whole tick's selection is in: what goes is the least
         # valuable of the tick, never an item put back a moment later. Unchanged present
         # items compete with their last use, so an unchanged selection keeps its winners.
         settlement = ws.settle(candidates)
+        self._moved.update(record.key for record in settlement.evicted)
+        self._moved.update(candidates)
+        self._present_changed()
+        self._recheck_waiting(self._moved)
         # Served, not put this tick: used now.
-        keys = [key for key in events if key not in board_wanted]
-        ws.touch_present(sorted(self._board_sorted + keys) if keys else self._board_sorted, now)
+        ws.touch_present([key for key in self._present if key in board_wanted or key in events],
+                         now)
         return settlement
+
+    def _recheck_waiting(self, keys) -> None:
+        """Note whether each of `keys` waits: wanted on the board, evicted and unchanged."""
+        ws, wanted, waiting, ranks = self._ws, self._board_wanted, self._waiting, self._waiting_rank
+        for key in keys:
+            rank = ranks.pop(key, None)
+            if rank is not None:
+                waiting.remove((rank, key))
+            want = wanted.get(key)
+            if want is not None and ws.holding(key, want['value'], want['stamp'],
+                                               want['importance']) is False:
+                rank = ranks[key] = ws.rank_of(key)
+                waiting.add((rank, key))
+
+    def _waiting_now(self) -> list[str]:
+        """Return the waiting keys that may earn a place this tick, best first.
+
+        The room left and every key ranked above the lowest present item: settling
+        evicts the lowest first, which only raises the lowest, so no other can return.
+        """
+        ws, keys = self._ws, []
+        room = ws.capacity - len(ws)
+        lowest = ws.lowest_rank()
+        for rank, key in reversed(self._waiting):
+            if room > 0:
+                room -= 1
+            elif lowest is None or not rank > lowest:
+                break
+            keys.append(key)
+        return keys
+
+    def _present_changed(self) -> None:
+        """Bring the sorted present keys up to date with the keys that moved."""
+        moved, ws = self._moved, self._ws
+        if not moved:
+            return
+        present = set(self._present).difference(moved)
+        present.update(key for key in moved if key in ws)
+        self._present = sorted(present)
 
     def _weight_for(self, manifest: Manifest):
         """Return `manifest.weight_for`, remembering each key's weight (it depends on the key)."""
@@ -573,10 +641,19 @@ class Assembler:
               log: EventLog) -> Pack:
         """Freeze one cabin's pack at ROS time `stamp`, effective time `now` [s]."""
         ws = self._ws
-        found = ws.items_of(selection.board_sorted)
+        served = selection.board
+        # The served items are the present keys the cabin serves: the tick looks at the
+        # working set, not at the served keys evicted.
+        found = ws.items_of([key for key in self._present if key in served])
+        events = [event for key, event in selection.events.items() if key in ws]
+        for key in selection.events:
+            if key not in ws:
+                selection.event_absent[key] = self._evicted(key)
+        absent = self._absent_notes(selection)
+        selection.evicted_absent = absent.evicted
         name = selection.manifest.name
         steady = self._steady.pop(name, None)
-        if steady is not None and self._holds(steady, selection, found):
+        if steady is not None and self._holds(steady, selection, found, absent):
             # The same keys, events, map and notes as last tick's pack: the same missing and
             # absent; with the same items' content the same digest (only last use moved).
             last = steady.pack
@@ -593,56 +670,93 @@ class Assembler:
             self._steady[name] = steady
             return pack
         map_missing = dict(selection.missing)
-        items = [item for item in found if item is not None]
-        evicted = [] if len(items) == len(found) else [
-            key for key, item in zip(selection.board_sorted, found) if item is None]
-        events = [event for key, event in selection.events.items() if key in ws]
-        for key in evicted:
-            selection.evicted_absent[key] = self._evicted(key)
-        for key in selection.events:
-            if key not in ws:
-                selection.event_absent[key] = self._evicted(key)
-        self._require_board(selection, items)
+        self._require_board(selection, found)
         self._require_events(selection, events, log, now)
         self._report_drops(selection)
-        absent_sorted = _absent_sorted(selection)
         # Made only when some item came back (readmissions_of looks at none otherwise).
-        served = chain((item.key for item in items), map(event_item_key, events))
-        returned = ws.readmissions_of(served)
+        returned = ws.readmissions_of(chain((item.key for item in found),
+                                            map(event_item_key, events)))
         missing = _missing_sorted(selection)
         last = self._missing_kept.get(name)
         if (last is not None and len(last) == len(missing)
                 and all(map(operator.is_, last, missing))):
             missing = last   # the frames kept share one tuple (make_pack keeps a tuple as is)
-        pack = make_pack(name, tick, stamp, items, events, selection.map_window, missing,
-                         absent_sorted, effective=now,
+        pack = make_pack(name, tick, stamp, found, events, selection.map_window, missing,
+                         absent.notes, effective=now,
                          readmitted=sorted(returned, key=lambda r: r.key),
                          encodings=self._encodings, summaries=selection.summaries)
         self._missing_kept[name] = pack.missing
-        # Kept only when nothing in it comes from outside the selection: no evicted item or
-        # event, no readmission, no text of the log's latest events. (Stale keys' notes are
-        # the cabin's: its version moves when one comes, goes or changes.)
-        if (not evicted and len(events) == len(selection.events) and not returned
-                and not selection.timely):
+        # Kept only when nothing in it comes from outside the selection: no evicted event,
+        # no readmission, no text of the log's latest events. (Stale keys' notes are the
+        # cabin's: its version moves when one comes, goes or changes; evicted keys' notes
+        # are counted by `absent.version`.)
+        if len(events) == len(selection.events) and not returned and not selection.timely:
             self._steady[name] = _Steady(selection.cabin, selection.cabin.version,
-                                         selection.events, selection.event_absent,
-                                         selection.map_window, map_missing, found, pack)
+                                         absent.version, selection.events,
+                                         selection.event_absent, selection.map_window,
+                                         map_missing, found, pack)
         return pack
 
-    def _holds(self, steady: _Steady, selection: _Selection, found: list) -> bool:
+    def _absent_notes(self, selection: _Selection) -> _Absent:
+        """Bring the cabin's absent notes up to date with what changed this tick; return them.
+
+        What changed: the cabin's board notes it says changed, the served keys that came,
+        went or changed and the keys whose presence moved (for the evicted notes), and the
+        event items' notes. A cabin that started over starts its notes over.
+        """
+        cabin, ws = selection.cabin, self._ws
+        name = selection.manifest.name
+        state = self._absent.get(name)
+        changed = cabin.take_absent_changed()
+        served = cabin.served
+        if state is None or state.cabin is not cabin or changed is None:
+            state = self._absent[name] = _Absent(cabin, immutables.Map(cabin.absent))
+            recheck = served.keys()
+            changed = set()
+        else:
+            recheck = selection.touched | self._moved
+        evicted = state.evicted
+        for key in recheck:
+            note = self._evicted(key) if key in served and key not in ws else None
+            if note is not evicted.get(key):
+                state.version += 1
+                changed.add(key)
+                if note is None:
+                    del evicted[key]
+                else:
+                    evicted[key] = note
+        events, last_events = selection.event_absent, state.events
+        if events or last_events:
+            changed.update(key for key in events.keys() | last_events.keys()
+                           if events.get(key) is not last_events.get(key))
+            state.events = dict(events)
+        if changed:
+            board, edit = cabin.absent, state.notes.mutate()
+            for key in changed:
+                note = events.get(key) or evicted.get(key) or board.get(key)
+                if note is None:
+                    edit.pop(key, None)
+                else:
+                    edit[key] = note
+            state.notes = edit.finish()
+        return state
+
+    def _holds(self, steady: _Steady, selection: _Selection, found: list,
+               absent: _Absent) -> bool:
         """Return True when `selection` and its `found` items make `steady`'s pack again."""
         cabin = selection.cabin
         if (steady.cabin is not cabin or steady.version != cabin.version
+                or steady.evicted != absent.version
                 or selection.map_window is not steady.map_window
                 or selection.missing != steady.map_missing
                 or selection.events != steady.events
                 or selection.event_absent != steady.event_absent
-                or len(found) != len(steady.items) or None in found):
+                or len(found) != len(steady.items)):
             return False
         ws = self._ws
         if selection.events and not all(map(ws.__contains__, selection.events)):
             return False
-        return not ws.readmissions_of(chain(selection.board_sorted, selection.events))
+        return not ws.readmissions_of(chain((item.key for item in found), selection.events))
 
     def _evicted(self, key: str) -> Missing:
         """Note a selected key that is evicted (its age counts from its last use)."""
@@ -793,30 +907,6 @@ def _summarise(key: str, absent: list[Missing], why_none: str,
 
 
 _by_key = operator.attrgetter('key')   # of a Missing
-
-
-def _absent_sorted(selection: _Selection) -> tuple[Missing, ...] | list[Missing]:
-    """Return a pack's absent notes by key: the cabin's own tuple when nothing is added."""
-    base = selection.board_absent_sorted
-    added = {**selection.evicted_absent, **selection.event_absent}
-    if not added:
-        return base
-    board = selection.board_absent
-    if any(key in board for key in added):   # an event item note wins over a board key's
-        base = [note for note in base if note.key not in added]
-    notes = sorted(added.values(), key=_by_key)
-    if len(notes) * 16 >= len(base):
-        return sorted(chain(base, notes), key=_by_key)   # two sorted runs: the sort merges them
-    # A few notes into many (stale keys piling up under a glob): each goes in by bisection
-    # and the runs between are copied whole, not compared note by note.
-    merged, start = [], 0
-    for note in notes:
-        at = bisect.bisect_left(base, note.key, start, key=_by_key)
-        merged += base[start:at]
-        merged.append(note)
-        start = at
-    merged += base[start:]
-    return merged
 
 
 def _missing_sorted(selection: _Selection) -> list[Missing]:

@@ -512,6 +512,20 @@ class PyWorkingSet:
         """Return how a present `key` came back after its latest eviction, or None."""
         return self._readmissions.get(key)
 
+    def rank_of(self, key: str) -> tuple | None:
+        """Return the policy's rank of `key`'s item, present or evicted (None: none or exempt).
+
+        An evicted item keeps the rank of its last use: the rank it competes with.
+        """
+        slot = self._slots.get(key)
+        return None if slot is None or slot[EXEMPT] else self._ranking.rank(slot)
+
+    def lowest_rank(self) -> tuple | None:
+        """Return the rank of the present item that goes first (None: none but exempt ones)."""
+        if self._present <= self._exempt_count:
+            return None
+        return self._ranking.rank(self._ranking.lowest())
+
     def holding(self, key: str, value: Any, stamp: float, importance: float) -> bool | None:
         """Say whether `key`'s item holds `value` (the very object), `stamp` and `importance`.
 

@@ -44,9 +44,10 @@ def explain(frame: Frame, manifests: Mapping[str, Manifest], cabin: str, key: st
             served += (f'; back since tick {readmission.tick} '
                        f'(evicted at tick {readmission.evicted_tick})')
         return Explanation(True, PRESENT, served)
-    for missing in pack.missing + pack.absent:
-        if missing.key == key:
-            return Explanation(False, missing.reason.value, missing.text(pack.effective))
+    missing = next((note for note in pack.missing if note.key == key), None) or (
+        pack.absent.get(key))
+    if missing is not None:
+        return Explanation(False, missing.reason.value, missing.text(pack.effective))
     return _unrecorded(pack, manifest, key, log)
 
 

@@ -13,6 +13,7 @@ from json.encoder import encode_basestring_ascii
 from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
+import immutables
 import numpy as np
 
 from working_memory.core.checks import check_int
@@ -39,8 +40,9 @@ class Pack:
     `items` are the board items served (sorted by key), `events` the event
     window served (oldest first), `missing` what the manifest asked for and
     did not get, with reasons. `absent` also explains every other selected key
-    that is not served, and `readmitted` how each served item that had been
-    evicted came back (for `explain`); neither is part of the digest. `summaries`
+    that is not served (key -> note, a persistent map the assembler changes tick by
+    tick: packs share what did not change), and `readmitted` how each served item that
+    had been evicted came back (for `explain`); neither is part of the digest. `summaries`
     count the stale keys each glob selects, of which `missing` lists a few (in the
     digest).
     `stamp` is the tick's ROS time, `effective` the same instant on the
@@ -56,7 +58,7 @@ class Pack:
     events: tuple[Event, ...]
     map_window: FrozenMapWindow | None
     missing: tuple[Missing, ...]
-    absent: tuple[Missing, ...]
+    absent: immutables.Map
     digest: str
     effective: float
     readmitted: tuple[Readmission, ...] = ()
@@ -413,7 +415,7 @@ def pack_digest(items: Iterable[Item], events: Iterable[Event], map_window: MapW
 
 def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
               events: Iterable[Event], map_window: MapWindow | None,
-              missing: Iterable[Missing], absent: Iterable[Missing] = (), *,
+              missing: Iterable[Missing], absent: Iterable[Missing] | immutables.Map = (), *,
               effective: float | None = None, readmitted: Iterable[Readmission] = (),
               encodings: ItemEncodings | None = None,
               summaries: Iterable[MissingSummary] = ()) -> Pack:
@@ -427,8 +429,9 @@ def make_pack(cabin: str, tick: int, stamp: float, items: Iterable[Item],
     events = tuple(events)
     missing = tuple(missing)
     map_window = freeze_window(map_window)
-    # A tuple of notes is kept as it is: packs of many ticks then share one.
-    notes = absent if absent.__class__ is tuple else tuple(absent)
+    # A map of notes is kept as it is: packs of many ticks then share it.
+    notes = absent if absent.__class__ is immutables.Map else immutables.Map(
+        {note.key: note for note in absent})
     summaries = summaries if summaries.__class__ is tuple else tuple(summaries)
     return Pack(cabin, tick, stamp, items, events, map_window, missing, notes,
                 pack_digest(items, events, map_window, missing, encodings, cabin, summaries),

@@ -152,7 +152,9 @@ def mark_resyncing(frame: Frame, detail: str) -> Frame:
 
 def _marked(pack, detail: str):
     missing = _notes(pack.missing, detail)
-    absent = _notes(pack.absent, detail)
+    absent = pack.absent
+    if any(map(_unread, absent.values())):
+        absent = _notes(absent.values(), detail)
     if missing is pack.missing and absent is pack.absent:
         return pack
     return make_pack(pack.cabin, pack.tick, pack.stamp, pack.items, pack.events,
@@ -160,7 +162,7 @@ def _marked(pack, detail: str):
                      readmitted=pack.readmitted)
 
 
-def _notes(notes: tuple[Missing, ...], detail: str) -> tuple[Missing, ...]:
+def _notes(notes: Iterable[Missing], detail: str) -> Iterable[Missing]:
     if not any(_unread(note) for note in notes):
         return notes
     return tuple(dataclasses.replace(note, reason=MissingReason.RESYNCING, detail=detail)

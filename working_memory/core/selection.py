@@ -17,6 +17,8 @@ import math
 import re
 from typing import Collection, Iterable, Mapping
 
+from sortedcontainers import SortedList
+
 from working_memory.core.frozen import FrozenDict
 from working_memory.core.items import BoardEntry, Missing, MissingReason, MissingSummary
 from working_memory.core.manifest import Manifest, is_glob
@@ -116,38 +118,39 @@ class GlobNotes:
     """The stale notes of the keys one glob selects: counted, ranked by value, by since.
 
     The rank of a key is (-importance, -since, key): the most valuable first, then the
-    latest to go stale. Both orders are kept sorted as keys come and go (bisection), so
-    a summary and its listed notes cost the changes, not the keys under the glob.
+    latest to go stale. Both orders are sorted lists (O(log n) a key that comes or goes),
+    so a summary and its listed notes cost the changes, not the keys under the glob.
     """
 
-    __slots__ = ('pattern', 'notes', '_ranks', '_order', '_sinces')
+    __slots__ = ('pattern', 'notes', '_ranks', '_order', '_sinces', '_batch')
 
     def __init__(self, pattern: str):
         self.pattern = pattern
         self.notes: dict[str, Missing] = {}
         self._ranks: dict[str, tuple] = {}
-        self._order: list[tuple] = []
-        self._sinces: list[tuple[float, str]] = []
+        self._order = SortedList()
+        self._sinces = SortedList()
+        self._batch: list[tuple] = []
 
     def add(self, note: Missing, importance: float, sort: bool = True) -> None:
         """Hold `note` (its key not held) of a key of `importance`.
 
-        Without `sort` the orders are left unsorted: the caller runs `sort` after a batch.
+        Without `sort` the key is ranked by the `sort` the caller runs after a batch.
         """
         rank = (-importance, -note.since, note.key)
         self.notes[note.key] = note
         self._ranks[note.key] = rank
         if sort:
-            bisect.insort(self._order, rank)
-            bisect.insort(self._sinces, (note.since, note.key))
+            self._order.add(rank)
+            self._sinces.add((note.since, note.key))
         else:
-            self._order.append(rank)
-            self._sinces.append((note.since, note.key))
+            self._batch.append(rank)
 
     def sort(self) -> None:
-        """Sort the orders once after a batch of unsorted `add`s."""
-        self._order.sort()
-        self._sinces.sort()
+        """Rank the keys of a batch of unsorted `add`s, at once."""
+        batch, self._batch = self._batch, []
+        self._order.update(batch)
+        self._sinces.update((-since, key) for _, since, key in batch)
 
     def discard(self, key: str) -> None:
         """Forget `key`'s note, if held."""
@@ -155,8 +158,8 @@ class GlobNotes:
         if rank is None:
             return
         del self.notes[key]
-        del self._order[bisect.bisect_left(self._order, rank)]
-        del self._sinces[bisect.bisect_left(self._sinces, (-rank[1], key))]
+        self._order.remove(rank)
+        self._sinces.remove((-rank[1], key))
 
     def __len__(self) -> int:
         return len(self.notes)
@@ -164,7 +167,7 @@ class GlobNotes:
     def listed(self, count: int) -> list[Missing]:
         """Return the notes of the `count` most valuable keys."""
         notes = self.notes
-        return [notes[rank[2]] for rank in self._order[:count]]
+        return [notes[rank[2]] for rank in self._order.islice(0, count)]
 
     def summary(self, listed: int) -> MissingSummary:
         """Return the summary of the held notes (at least one), `listed` of them listed."""
@@ -176,12 +179,11 @@ class GlobNotes:
 class CabinBoard:
     """What one cabin's manifest makes of the board keys, kept while the keys stay the same.
 
-    `served`: fresh entries that pass the tag filter (`served_sorted`: their keys
-    sorted); `absent`: a note per key withheld, stale or filtered out; `stale`,
-    `withheld`: those keys; `absent_sorted`, `stale_sorted`: the absent and the stale
-    keys' notes sorted by key, kept across ticks. `touched` are the keys whose served entry
-    came, went or changed in the `update`s since the last `take_touched` (everything served
-    before or after a start over). The stale keys a glob selects (and no exact key) are
+    `served`: fresh entries that pass the tag filter; `absent`: a note per key withheld,
+    stale or filtered out; `stale`, `withheld`: those keys. `touched` are the keys whose
+    served entry came, went or changed in the `update`s since the last `take_touched`
+    (everything served before or after a start over), `take_absent_changed` the keys whose
+    note came, went or changed. The stale keys a glob selects (and no exact key) are
     summarised per glob: `summaries` counts them, `stale_listed` holds the notes a pack
     lists (every other stale key's, and the `LISTED_PER_GLOB` most valuable of each glob's);
     `stale` maps each stale key to its glob ('' for an exact key). `version`
@@ -196,10 +198,9 @@ class CabinBoard:
         self._include: frozenset[str] | None = None
         self._kinds: dict[str, object] = {}
         self.served: dict[str, BoardEntry] = {}
-        self.served_sorted: list[str] = []
         self.absent: dict[str, Missing] = {}
+        self._absent_changed: set[str] | None = set()   # None: every key (a start over)
         self.stale: dict[str, str] = {}
-        self._absent_sorted, self._stale_sorted = SortedNotes(), SortedNotes()
         # The stale notes listed one by one (keys no glob summarises) and per glob.
         self._stale_exact = SortedNotes()
         self._globs: dict[str, GlobNotes] = {}
@@ -235,16 +236,6 @@ class CabinBoard:
     def include(self) -> frozenset[str]:
         """The include tags in force: the manifest's and the fresh goals' (after `update`)."""
         return self._include or frozenset()
-
-    @property
-    def absent_sorted(self) -> tuple[Missing, ...]:
-        """The notes of `absent`, sorted by key (rebuilt only when they change)."""
-        return self._absent_sorted.notes
-
-    @property
-    def stale_sorted(self) -> tuple[Missing, ...]:
-        """The notes of the `stale` keys, sorted by key (rebuilt only when they change)."""
-        return self._stale_sorted.notes
 
     @property
     def stale_listed(self) -> tuple[Missing, ...]:
@@ -349,6 +340,14 @@ class CabinBoard:
         touched, self.touched = self.touched, set()
         return touched
 
+    def take_absent_changed(self) -> set[str] | None:
+        """Return the keys whose note in `absent` came, went or changed since the last call.
+
+        None after a start over: any may have.
+        """
+        changed, self._absent_changed = self._absent_changed, set()
+        return changed
+
     def take_went_stale(self) -> set[str]:
         """Return the keys that went stale since the last call (all after a start over)."""
         went, self.went_stale = self.went_stale, set()
@@ -360,15 +359,12 @@ class CabinBoard:
         self.version += 1
         self._include = include
         self.served, self.absent, self.stale, self.withheld = {}, {}, {}, {}
-        self._absent_sorted, self._stale_sorted = SortedNotes(), SortedNotes()
+        self._absent_changed = None
         self._stale_exact, self._globs = SortedNotes(), {}
         self._timed, self._deadlines, self._queued = {}, [], {}
         self._kinds, self._quiet = {}, set()
         for key, entry in mirror.items():
             self._classify(key, entry, now, sort=False)
-        self.served_sorted = sorted(self.served)
-        self._absent_sorted.reset(self.absent.values())
-        self._stale_sorted.reset(self.absent[key] for key in self.stale)
         self._stale_exact.reset(self.absent[key] for key, glob in self.stale.items() if not glob)
         for group in self._globs.values():
             group.sort()
@@ -431,13 +427,12 @@ class CabinBoard:
         if self.served.pop(key, None) is not None:
             self.version += 1
             self.touched.add(key)
-            del self.served_sorted[bisect.bisect_left(self.served_sorted, key)]
         if self.absent.pop(key, None) is not None:
             self.version += 1
-            self._absent_sorted.discard(key)
+            if self._absent_changed is not None:
+                self._absent_changed.add(key)
             if key in self.stale:
                 glob = self.stale.pop(key)
-                self._stale_sorted.discard(key)
                 if glob:
                     self._globs[glob].discard(key)
                 else:
@@ -453,28 +448,25 @@ class CabinBoard:
         if kind is _DROPPED:
             self.withheld[key] = None
             self._absent(Missing(key, MissingReason.INJECTED_DROP,
-                                 'withheld by an injected drop'), sort)
+                                 'withheld by an injected drop'))
         elif entry.is_stale(now):
             self._stale(stale_note(entry), entry, sort)
         elif not self._passes(key, entry):
-            self._absent(Missing(*filtered(key, entry.tags, self._include, self._exclude)),
-                         sort)
+            self._absent(Missing(*filtered(key, entry.tags, self._include, self._exclude)))
             self._time(key, entry)
         else:
-            self._serve(key, entry, sort)
+            self._serve(key, entry)
 
     def _passes(self, key: str, entry: BoardEntry) -> bool:
         """Return True when a selected entry passes the tag filter (exempt keys always do)."""
         return key.startswith(self._exempt) or tags_pass(entry.tags, self._include,
                                                          self._exclude)
 
-    def _serve(self, key: str, entry: BoardEntry, sort: bool) -> None:
-        """Serve `entry`; with `sort` its key goes into `served_sorted` (else it is there)."""
+    def _serve(self, key: str, entry: BoardEntry) -> None:
+        """Serve `entry`."""
         self.served[key] = entry
         self.touched.add(key)
         self.version += 1
-        if sort:
-            bisect.insort(self.served_sorted, key)
         self._time(key, entry)
 
     def _time(self, key: str, entry: BoardEntry) -> None:
@@ -517,18 +509,18 @@ class CabinBoard:
         for key, deadline in later:
             self._queue(key, deadline)
 
-    def _absent(self, note: Missing, sort: bool = True) -> None:
-        """Note an absent key; without `sort` the sorted notes are rebuilt by the caller."""
+    def _absent(self, note: Missing) -> None:
+        """Note an absent key."""
         self.absent[note.key] = note
         self.version += 1
-        if sort:
-            self._absent_sorted.set(note)
+        if self._absent_changed is not None:
+            self._absent_changed.add(note.key)
 
     def _stale(self, note: Missing, entry: BoardEntry, sort: bool = True) -> None:
         key = note.key
         self.went_stale.add(key)
         glob = self.stale[key] = self._glob_of(key)
-        self._absent(note, sort)
+        self._absent(note)
         if glob:
             group = self._globs.get(glob)
             if group is None:
@@ -538,5 +530,3 @@ class CabinBoard:
             group.add(note, importance, sort)
         elif sort:
             self._stale_exact.set(note)
-        if sort:
-            self._stale_sorted.set(note)

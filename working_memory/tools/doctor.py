@@ -151,7 +151,8 @@ def _asked(step: Step, name: str) -> set[str]:
     pack = step.frame.packs[name]
     keys = {item.key for item in pack.items}
     keys |= {f'{EVENT_ITEM_PREFIX}{e.kind.value}:{e.key}#{e.seq}' for e in pack.events}
-    return keys | {m.key for m in pack.absent if m.reason is MissingReason.EVICTED}
+    return keys | {key for key, note in pack.absent.items()
+                   if note.reason is MissingReason.EVICTED}
 
 
 def _scope_of(manifest: Manifest, key: str) -> str:

@@ -728,10 +728,8 @@ def _absent_reason(frame: Frame, cabin: str, key: str) -> str:
     pack = frame.packs.get(cabin)
     if pack is None:
         return 'cabin not configured'
-    for missing in pack.absent + pack.missing:
-        if missing.key == key:
-            return f'{missing.reason.value}: {missing.detail}'
-    return ''
+    missing = pack.absent.get(key) or next((m for m in pack.missing if m.key == key), None)
+    return '' if missing is None else f'{missing.reason.value}: {missing.detail}'
 
 
 # -- text ---------------------------------------------------------------------------
