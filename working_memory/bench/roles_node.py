@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import pathlib
+import random
 import struct
 import sys
 import time
@@ -93,7 +94,7 @@ class Load(Node):
 
     def __init__(self, rate: float, keys: int, map_side: int, resolution: float,
                  prefix: str = 'sensor:', per_msg: int = 1, fill: bool = False,
-                 new_keys: bool = False, ttl: float = 1.0):
+                 new_keys: bool = False, ttl: float = 1.0, per_msg_max: int = 0):
         super().__init__('bench_load')
         self._board = self.create_publisher(BoardUpdate, 'board', qos.input_qos())
         self._map = self.create_publisher(OccupancyGrid, 'map', qos.map_qos())
@@ -101,6 +102,8 @@ class Load(Node):
         self._prefix, self._per_msg, self._index = prefix, max(1, per_msg), 0
         self._fill = fill
         self._new_keys, self._ttl = new_keys, ttl
+        # With per_msg_max, each update sets per_msg to per_msg_max keys (seeded draws).
+        self._per_msg_max, self._draws = per_msg_max, random.Random(7)
         if new_keys:
             self._index = self._keys if fill else 0
         self.messages = 0  # every board update sent (fill, mission and changes)
@@ -164,7 +167,9 @@ class Load(Node):
     def _publish_one(self) -> None:
         now = time.time()
         entries = []
-        for _ in range(self._per_msg):
+        count = self._per_msg if self._per_msg_max <= self._per_msg else self._draws.randint(
+            self._per_msg, self._per_msg_max)
+        for _ in range(count):
             entries.append(self._entry(
                 self._index if self._new_keys else self._index % self._keys, now))
             self._index += 1
@@ -174,7 +179,8 @@ class Load(Node):
     def result(self) -> dict:
         """Return what was sent and the achieved rate."""
         elapsed = time.monotonic() - self._started
-        return {'sent': self._sent, 'elapsed_s': elapsed, 'messages': self.messages}
+        return {'sent': self._sent, 'elapsed_s': elapsed, 'messages': self.messages,
+                'keys_set': self._index}
 
 
 class Robot(Node):
@@ -455,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--keys', type=int, default=30)
     parser.add_argument('--prefix', default='sensor:', help='board key prefix of the load')
     parser.add_argument('--per-msg', type=int, default=1, help='changed keys per update')
+    parser.add_argument('--per-msg-max', type=int, default=0,
+                        help='load: each update sets --per-msg to this many keys (drawn)')
     parser.add_argument('--fill', action='store_true', help='publish every key once first')
     parser.add_argument('--new-keys', action='store_true',
                         help='load: every update sets keys never seen before (none removed)')
@@ -489,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.role in ('load', 'flood'):
             node = Load(args.rate if args.role == 'load' else 0.0, args.keys, args.map_side,
                         args.resolution, args.prefix, args.per_msg, args.fill,
-                        args.new_keys, args.ttl)
+                        args.new_keys, args.ttl, args.per_msg_max)
             if args.role == 'flood':
                 _spin_until(node, node.matched, 20.0)
                 _spin_for(node, 0.5)

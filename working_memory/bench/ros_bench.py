@@ -226,6 +226,9 @@ RESTART_EVENTS = 5000           # events in their window
 RESTART_WINDOW_S = 60.0         # [s] the cabin's event window
 RECOVERY_WINDOW_S = 0.5         # [s] a window at >= 90 % of the nominal tick rate: recovered
 SOAK_KEYS = 1000                # live sensor keys in the soak (the monitor selects them)
+FLOOD_SOAK_HZ = 1000.0          # [1/s] updates of the never-removed flood, each setting
+FLOOD_SOAK_KEYS = (1, 5)        # this many sensor keys never seen before (drawn), ttl 1 s
+SOAK_WINDOW_S = 60.0            # [s] the flood soak's tick rate and CPU are told per window
 P99_FRAMES = 500                # frames per repetition at least, for the latency figures
 LATE_FRAMES = 1500              # frames per repetition, for the late-frames share (<= 1 min)
 
@@ -268,6 +271,7 @@ class Settings:
     selected: tuple[int, ...] = SELECTED_ITEMS
     big_board_keys: int = BIG_BOARD_KEYS
     soak_s: float = 0.0
+    growing_soak: bool = False    # the soak is the never-removed flood (ever-new keys)
     quick: bool = False
     profile: pathlib.Path | None = None   # py-spy's raw output of the node at 100 Hz + 1 kHz
     params: tuple[str, ...] = ()          # `name:=value` parameters of the node in every group
@@ -838,6 +842,63 @@ def _soak_figures(workdir, env, settings: Settings) -> list[Figure]:
             Figure(f'node CPU, {name}', '% core', (100 * cpu,))]
 
 
+def _flood_soak_figures(workdir, env, settings: Settings) -> list[Figure]:
+    """Run the packaged node at 100 Hz under a flood of sensor keys nobody removes.
+
+    1,000 updates a second, each of 1 to 5 keys never seen before (the monitor selects
+    `sensor:*`), for soak_s: the tick rate and node CPU per minute (first and last), the
+    slowest 10 s, RSS, and how much a tick costs more per 100,000 keys on the board.
+    """
+    low, high = FLOOD_SOAK_KEYS
+    with Run(workdir, env) as run:
+        node = run.start(settings.command(100.0))
+        load = run.role('load', 'load.json', '--rate', str(FLOOD_SOAK_HZ), '--new-keys',
+                        '--per-msg', str(low), '--per-msg-max', str(high), '--ttl', '1.0',
+                        '--map-side', '100', '--duration', str(settings.soak_s + 5))
+        probe = run.role('probe', 'probe.json', '--duration', str(settings.soak_s))
+        started = time.monotonic()
+        samples = []   # (time [s], node CPU [s], RSS [MiB])
+        while probe.poll() is None:
+            samples.append((time.monotonic() - started, cpu_seconds(node.pid),
+                            rss_mib(node.pid)))
+            time.sleep(5.0)
+        result = run.result(probe, 'probe.json', 30)
+        sent = run.result(load, 'load.json', 30)
+    receipts = np.asarray(result['receipt'])
+    receipts -= receipts[0]
+    keys_per_s = sent['keys_set'] / sent['elapsed_s']
+    window = min(SOAK_WINDOW_S, settings.soak_s / 4)
+
+    def rate(start: float, span: float) -> float:
+        return int(np.count_nonzero((receipts >= start) & (receipts < start + span))) / span
+
+    def cpu_per_tick(start: float) -> float:
+        inside = [(t, cpu) for t, cpu, _ in samples if start <= t <= start + window]
+        if len(inside) < 2:
+            return float('nan')
+        (t0, c0), (t1, c1) = inside[0], inside[-1]
+        return 1e3 * (c1 - c0) / max(1.0, rate(start, window) * (t1 - t0))
+    end = receipts[-1] - window
+    first, last = cpu_per_tick(window), cpu_per_tick(end)
+    slowest = min(rate(start, 10.0) for start in np.arange(window, receipts[-1] - 10.0, 5.0))
+    keys_late = keys_per_s * (end + window / 2) / 1e5   # board keys, 100,000s, mid window
+    keys_early = keys_per_s * (1.5 * window) / 1e5
+    name = (f'flood soak {settings.soak_s / 60:g} min, 100 Hz, {FLOOD_SOAK_HZ:g} updates/s of '
+            f'{low}-{high} new sensor keys (none removed)')
+    return [Figure(f'ticks/s, second minute, {name}', 'Hz', (rate(window, window),)),
+            Figure(f'ticks/s, last minute, {name}', 'Hz', (rate(end, window),)),
+            Figure(f'ticks/s, slowest 10 s, {name}', 'Hz', (slowest,)),
+            Figure(f'node CPU per tick, second minute, {name}', 'ms', (first,)),
+            Figure(f'node CPU per tick, last minute, {name}', 'ms', (last,)),
+            Figure(f'tick cost per 100,000 more board keys, {name}', 'ms',
+                   ((last - first) / max(1e-9, keys_late - keys_early),)),
+            Figure(f'board keys at the end, {name}', 'keys', (float(sent['keys_set']),)),
+            Figure(f'RSS at the end, {name}', 'MiB', (samples[-1][2],)),
+            Figure(f'RSS per 100,000 board keys, {name}', 'MiB',
+                   (np.polyfit([keys_per_s * t / 1e5 for t, _, _ in samples],
+                               [rss for _, _, rss in samples], 1)[0],))]
+
+
 def _core_figures(settings: Settings) -> list[Figure]:
     """Return the core benchmark's headline figures (bench/core.py) as rows of this table."""
     from working_memory.bench import core
@@ -931,7 +992,8 @@ def measure(settings: Settings, domain: int) -> list[Figure]:
         if 'sources' in groups:
             figures += _sources_figures(workdir, env, settings)
         if settings.soak_s > 0:
-            figures += _soak_figures(workdir, env, settings)
+            figures += (_flood_soak_figures if settings.growing_soak else _soak_figures)(
+                workdir, env, settings)
     if 'core' in groups:
         figures += _core_figures(settings)
     return figures
@@ -953,6 +1015,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--soak', action='store_true',
                         help='also the 10-minute soak at 100 Hz + 1 kHz (RSS from /proc)')
     parser.add_argument('--soak-s', type=float, default=600.0, help='soak duration [s]')
+    parser.add_argument('--growing-soak', action='store_true',
+                        help='also the soak of the never-removed flood: 100 Hz ticks, 1,000 '
+                             'updates/s of 1-5 new sensor keys each')
     parser.add_argument('--profile', type=pathlib.Path, metavar='RAW',
                         help='instead of the figures: sample the node with py-spy at 100 Hz + '
                              '1 kHz, keep the raw stacks in RAW, print the top functions')
@@ -972,7 +1037,8 @@ def main(argv: list[str] | None = None) -> int:
                         selected=(10, 100) if quick else SELECTED_ITEMS,
                         big_board_keys=5000 if quick else BIG_BOARD_KEYS,
                         soak_s=(min(args.soak_s, 30.0) if quick else args.soak_s)
-                        if args.soak else 0.0,
+                        if args.soak or args.growing_soak else 0.0,
+                        growing_soak=args.growing_soak,
                         quick=quick, profile=args.profile, params=tuple(args.param))
     started = time.monotonic()
     if settings.profile is not None:

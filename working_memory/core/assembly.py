@@ -546,10 +546,18 @@ class Assembler:
                 ws.remove(key)
                 self._moved.add(key)
         self._event_keys = set(events)
+        # A stale item is never served again as it is (only a new entry freshens the key):
+        # present, it is marked stale and sinks; evicted, it has nothing left to compete
+        # for and is forgotten, as are stale items this tick evicts (below). So the working
+        # set keeps no slot per key that ever went stale on a board that only grows.
         for key in sorted(newly_stale):
             item = ws.get(key)
-            if item is not None and not item.stale:
-                ws.mark_stale(key)
+            if item is not None:
+                if not item.stale:
+                    ws.mark_stale(key)
+            elif key not in board_wanted and ws.is_evicted(key):
+                ws.remove(key)
+                self._moved.add(key)
         # Only keys whose wish changed and events can need a put: any other wanted key is
         # present and unchanged, or evicted and unchanged (waiting).
         self._recheck_waiting(touched | self._moved)
@@ -573,7 +581,10 @@ class Assembler:
         # valuable of the tick, never an item put back a moment later. Unchanged present
         # items compete with their last use, so an unchanged selection keeps its winners.
         settlement = ws.settle(candidates)
-        self._moved.update(record.key for record in settlement.evicted)
+        for record in settlement.evicted:
+            self._moved.add(record.key)
+            if ws.evicted_item(record.key).stale:
+                ws.remove(record.key)
         self._moved.update(candidates)
         self._present_changed()
         self._recheck_waiting(self._moved)

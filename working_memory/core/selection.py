@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
+import functools
 import heapq
 import math
 import re
@@ -52,9 +53,15 @@ def filtered(key: str, tags: Iterable[str], include: frozenset[str],
     return key, MissingReason.OUT_OF_SCOPE, detail
 
 
+@functools.lru_cache(maxsize=256)
+def _stale_detail(ttl: float) -> str:
+    """Return the detail of a stale note: one string per ttl, shared by the keys stale with it."""
+    return f'stale: its ttl of {ttl:.1f} s ran out'
+
+
 def stale_note(entry: BoardEntry) -> Missing:
     """Return the note of a stale entry: since its ttl ran out (its age grows, the note stays)."""
-    return Missing(entry.key, MissingReason.STALE, f'stale: its ttl of {entry.ttl:.1f} s ran out',
+    return Missing(entry.key, MissingReason.STALE, _stale_detail(entry.ttl),
                    entry.effective_stamp + entry.ttl)
 
 
