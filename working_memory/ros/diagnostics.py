@@ -176,6 +176,13 @@ class Health:
         """Return {input topic: messages received so far}, rejected ones included."""
         return {topic: state.received for topic, state in self._inputs.items()}
 
+    def input_starts(self) -> dict[str, dict[bytes, int]]:
+        """Return {input topic: {publisher: its first sequence number}}, in the order first heard.
+
+        The dicts are live (the node adds to them as publishers come): read, do not keep.
+        """
+        return {topic: state.gaps.first for topic, state in self._inputs.items()}
+
     def rejected(self, topic: str, reason: str) -> None:
         """Count input on `topic` that could not be used, with the reason."""
         state = self._inputs[topic]

@@ -22,10 +22,13 @@ class SequenceGaps:
     The first number heard from a publisher sets its start: what it wrote
     before the node matched it was never meant for the node. A number at or
     below the last one (a duplicate, a reordered sample) counts nothing.
+    `first` keeps each remembered publisher's start, in the order first heard: the
+    receipt that tells a replay where the node began to take each publisher.
     """
 
     def __init__(self, max_publishers: int = MAX_PUBLISHERS):
         self._last: OrderedDict[bytes, int] = OrderedDict()
+        self.first: dict[bytes, int] = {}
         self._max_publishers = max_publishers
         self.missed = 0
 
@@ -39,8 +42,9 @@ class SequenceGaps:
         last = self._last.get(publisher)
         if last is None:
             self._last[publisher] = sequence
+            self.first[publisher] = sequence
             if len(self._last) > self._max_publishers:
-                self._last.popitem(last=False)
+                self.first.pop(self._last.popitem(last=False)[0], None)
             return 0
         self._last.move_to_end(publisher)
         if sequence <= last:
