@@ -10,6 +10,15 @@ the tick is therefore no guess: the receipt says whether the tick saw it. Only
 the order within one topic matters (the board, the log and the map are
 independent), and that order is the publishers' own, which DDS keeps.
 
+Which recorded messages a node took is exact too: every frame names, per input topic
+and publisher, the first message the node start took (`ContextFrame.input_starts`,
+the publisher's gid and number), and the recorder stores each message's publisher
+and number beside it (`RecordedIds`). So a node that started after the recorder, or
+again (a restart: discovery takes each publisher at its own time), is replayed from
+exactly where it began; its writers' answers to its resync are applied, as the node
+applies them, after the tick's live inputs and in the order it took them (the order
+it first heard their publishers: each writer answers a node start once).
+
 The node's configuration comes from its parameter events in the bag
 (`/parameter_events`, recorded from before the node configured), else from a
 parameters file. What-if: `overrides` change any parameter (capacity, a cabin's
@@ -51,6 +60,8 @@ from working_memory.tools.recording import FrameRecord, PackRecord, Run, describ
 FRAME_SUFFIX = '/frame'
 # Inputs a node gets the last of when it subscribes, however old (transient local).
 LATCHED_INPUTS = frozenset({'nav_msgs/msg/OccupancyGrid'})
+# Inputs that change nothing in the core (a trigger topic's ticks).
+INERT_INPUTS = frozenset({'std_msgs/msg/Empty'})
 DEFAULT_PARAMS = 'config/working_memory.yaml'
 
 
@@ -270,7 +281,16 @@ class Replay:
         # This node start's inputs (its own answers only) and where its receipts count from.
         self._inputs: dict[str, tuple] = dict(run.inputs)
         self._base: dict[str, int] = {topic: 0 for topic in run.inputs}
-        self._by_time: set[str] = set()   # topics applied by bag time (a restarted node's)
+        # Topics applied by bag time: a restarted node's, in a bag without message ids.
+        self._by_time: set[str] = set()
+        self._answer_topics = {topic for topic, msgtype in run.input_types.items()
+                               if msgtype.endswith('/ResyncAnswer')}
+        # Per node start, per input topic, {publisher: first number taken} in the order taken.
+        self._starts: dict[str, dict[str, dict[bytes, int]]] = {}
+        for frame in run.recording.frames:
+            starts = self._starts.setdefault(frame.start_id, {})
+            for topic, publisher, first in frame.input_starts:
+                starts.setdefault(topic, {}).setdefault(publisher, first)
         # Per topic, ticks before whose frame the bag held a message the node took later.
         self.late: dict[str, int] = {}
         # Board keys whose entry came without a stamp (entry and header zero), and how many
@@ -310,11 +330,14 @@ class Replay:
                       restart: bool) -> tuple[WorkingSet, Assembler, Truth]:
         """Return the core of the node start of `first`; choose the inputs its receipts count.
 
-        A restarted node counts its receipts from 0, from wherever its subscriptions
-        began to take (some time after it started: discovery), which the bag cannot
-        tell; so its inputs are applied by bag time (approximate), but on
-        `resync/answer` by its receipts: the answers to its own start only
-        (`inputs.answers`: the node counts no other), exact.
+        A node start counts its receipts from 0, from wherever its subscriptions began
+        to take each publisher (discovery after a restart takes each at its own time):
+        its frames' input starts say where, the bag's message ids which messages those
+        are (`_taken`). A bag without message ids (or a frame without input starts)
+        cannot tell: then a restarted node's inputs are applied by bag time
+        (approximate, and its notes say so), but on `resync/answer` by its receipts:
+        the answers to its own start only (`inputs.answers`: the node counts no
+        other), exact.
         """
         config = self.config
         policy = (HalfLifeBlend(config.half_life_s) if config.eviction_policy == 'half_life'
@@ -332,16 +355,19 @@ class Replay:
         self._observe = _Observer(timebase)
         # Transitions and rates start over with the memory, as in the node.
         self._sources = Sources(self._specs.values())
-        answer_topics = [topic for topic, msgtype in self.run.input_types.items()
-                         if msgtype.endswith('/ResyncAnswer')]
-        self._inputs = dict(self.run.inputs)
-        for topic in answer_topics:
+        exact = self._exact_topics(first.start_id)
+        self._inputs = {topic: self._taken(topic, first.start_id) if topic in exact
+                        else messages for topic, messages in self.run.inputs.items()}
+        for topic in self._answer_topics - exact:
             self._inputs[topic] = tuple(
                 (stamp, msg) for stamp, msg in self._inputs[topic]
                 if inputs.answers(msg, first.start_id))
         self._stamps = {}
         self._base = {topic: 0 for topic in self._inputs}
-        self._by_time = set() if not restart else set(self._inputs) - set(answer_topics)
+        self._by_time = set() if not restart else {
+            topic for topic in self._inputs
+            if topic not in exact | self._answer_topics
+            and self.run.input_types[topic] not in INERT_INPUTS}
         for topic in self._inputs:
             applied[topic] = 0
             if topic in self._by_time:
@@ -352,6 +378,39 @@ class Replay:
                 latched = self.run.input_types[topic] in LATCHED_INPUTS
                 applied[topic] = max(0, before - 1) if latched else before
         return working_set, assembler, truth
+
+    def _exact_topics(self, start_id: str) -> set[str]:
+        """Return the input topics whose messages this node start took the bag can tell.
+
+        Those with message ids in the bag, once the start's frames name input starts:
+        a topic with starts, or one it took nothing from (a middleware that numbers
+        nothing names no starts).
+        """
+        starts = self._starts.get(start_id, {})
+        if not starts:
+            return set()
+        last = max((frame for frame in self.run.recording.frames
+                    if frame.start_id == start_id), key=lambda frame: frame.tick)
+        return {topic for topic in self.run.message_ids
+                if topic in starts or not last.inputs.get(topic, 0)}
+
+    def _taken(self, topic: str, start_id: str) -> tuple:
+        """Return the recorded messages on `topic` that node start `start_id` took, in order.
+
+        Each publisher's from the first the node took on (its frames' input starts);
+        the answers to its resync in the order the node took them (the order it first
+        heard their writers, each answering a node start once; the receipts count no
+        other answer).
+        """
+        firsts = self._starts.get(start_id, {}).get(topic, {})
+        taken = [(stamp_msg, publisher, sequence) for stamp_msg, (publisher, sequence)
+                 in zip(self.run.inputs[topic], self.run.message_ids[topic])
+                 if publisher in firsts and sequence >= firsts[publisher]]
+        if topic in self._answer_topics:
+            order = {publisher: index for index, publisher in enumerate(firsts)}
+            taken = sorted((item for item in taken if inputs.answers(item[0][1], start_id)),
+                           key=lambda item: (order[item[1]], item[2]))
+        return tuple(stamp_msg for stamp_msg, _, _ in taken)
 
     def _apply_inputs(self, truth: Truth, recorded: FrameRecord,
                       applied: dict[str, int]) -> Iterator[str]:
@@ -365,7 +424,7 @@ class Replay:
         frame_ns = recorded.received * 1e9
         pending = []
         for topic, messages in self._inputs.items():
-            stamps = self._stamps.setdefault(topic, [stamp for stamp, _ in messages])
+            stamps = self._stamps.setdefault(topic, sorted(stamp for stamp, _ in messages))
             by_time = bisect.bisect_right(stamps, frame_ns)
             receipts = bool(recorded.inputs) and topic not in self._by_time
             wanted = (self._base[topic] + recorded.inputs[topic] if receipts
@@ -387,8 +446,11 @@ class Replay:
                         for stamp_ns, msg in messages[applied[topic]:wanted]]
             applied[topic] = max(applied[topic], wanted)
         # In the bag's order across topics: several (typed-topic sources, the board) may
-        # write one key or append to the log, whose numbering follows arrival.
-        pending.sort(key=lambda taken: taken[0])
+        # write one key or append to the log, whose numbering follows arrival. The
+        # writers' answers last, in the order taken: the node applies them after the
+        # tick's live inputs (ros/memory.py apply_answers).
+        answers = self._answer_topics
+        pending.sort(key=lambda taken: (1, 0) if taken[1] in answers else (0, taken[0]))
         for stamp_ns, topic, msg in pending:
             self._observe.receipt(msg, recorded.stamp_ns * 1e-9)
             self._apply(truth, topic, msg, stamp_ns * 1e-9)
