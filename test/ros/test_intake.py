@@ -46,3 +46,13 @@ def test_missed_equals_what_was_dropped_between_the_first_and_last_update_heard(
     for received in heard.values():
         dropped_between += received[-1] - received[0] + 1 - len(received)
     assert gaps.missed == dropped_between
+
+
+def test_first_keeps_each_publishers_start_in_the_order_first_heard_until_it_is_forgotten():
+    gaps = SequenceGaps(max_publishers=2)
+    for publisher, number in ((b'b', 4), (b'a', 9), (b'b', 5), (b'a', 10)):
+        gaps.observe(publisher, number)
+    assert list(gaps.first.items()) == [(b'b', 4), (b'a', 9)]
+    gaps.observe(b'c', None)   # unnumbered: no start
+    gaps.observe(b'c', 3)      # forgets b, heard least recently
+    assert list(gaps.first.items()) == [(b'a', 9), (b'c', 3)]
