@@ -33,7 +33,8 @@ VALUES = {'capacity': 10, 'cabin_names': ['planner'],
 TYPES = {'/board': 'working_memory/msg/BoardUpdate',
          '/resync/answer': 'working_memory/msg/ResyncAnswer',
          '/working_memory/frame': 'working_memory/msg/ContextFrame'}
-PLAIN, GOALS, SAFETY = b'\xaa' * 16, b'\xbb' * 16, b'\xcc' * 16   # the writers' gids
+# The writers' gids: two plain ones, and two that answer a resync.
+PLAIN, OTHER, GOALS, SAFETY = b'\xaa' * 16, b'\xdd' * 16, b'\xbb' * 16, b'\xcc' * 16
 
 
 def sensor(key: str, reading: float, stamp: float):
@@ -78,9 +79,10 @@ def write_run(path, *, ids: bool = True):
             memory.tick = tick_number
             frame = memory.assembler.assemble(tick_number, now, memory.board, memory.log,
                                               memory.grid, memory.pose)
+            starts = memory.input_starts()
             msg = conv.context_frame_msg(frame, 'map', memory.receipts(), True,
-                                         memory.resync.started, False, start_id,
-                                         memory.input_starts())
+                                         memory.resync.started, False, start_id, starts,
+                                         memory.taken_order(starts))
             writer.write('/working_memory/frame', TYPES['/working_memory/frame'],
                          serialize_message(msg), round(now * 1e9) + 1_000_000)
 
@@ -106,8 +108,13 @@ def write_run(path, *, ids: bool = True):
         for published in reversed(answers):
             take(second, published)
         for n in range(5, 8):
-            publish('/board', PLAIN, sensor('sensor:0', n, 0.1 * n - 0.05), 0.1 * n - 0.05,
-                    second)
+            stamp = 0.1 * n - 0.05
+            plain = publish('/board', PLAIN, sensor('sensor:0', n, stamp), stamp)
+            if n == 6:
+                # Two writers set one key at once: the node takes them in the order opposite
+                # to the recorder's, and the one it takes last holds the key.
+                take(second, publish('/board', OTHER, sensor('sensor:0', -1.0, stamp), stamp))
+            take(second, plain)
             tick(second, 's2', n - 4, 0.1 * n)
         for batch in noted.flush() if ids else ():
             msg = RecordedIds(topic=batch.topic, first_index=batch.first_index,

@@ -58,3 +58,43 @@ class SequenceGaps:
     def publishers(self) -> int:
         """How many publishers are remembered."""
         return len(self._last)
+
+
+# Runs of one publisher's messages remembered between two frames; beyond, the order is lost.
+MAX_RUNS = 4096
+
+
+class TakeOrder:
+    """The order in which the node took its inputs since the last frame, publisher by publisher.
+
+    Each publisher keeps its own order (DDS), so the order across them is all a replay
+    lacks: runs of consecutive messages from one publisher (its gid, the count). A
+    publisher's gid names one writer of one topic, so the runs tell the topics apart too.
+    """
+
+    def __init__(self, max_runs: int = MAX_RUNS):
+        self._runs: list[list] = []   # [publisher, count]
+        self._last: list | None = None
+        self._max_runs = max_runs
+        self._complete = True
+
+    def took(self, publisher: bytes) -> None:
+        """Note a message taken from `publisher` (its gid)."""
+        last = self._last
+        if last is not None and last[0] == publisher:
+            last[1] += 1
+        elif len(self._runs) < self._max_runs:
+            self._last = [publisher, 1]
+            self._runs.append(self._last)
+        else:
+            self._complete = False
+
+    def take(self) -> tuple[tuple[bytes, int], ...] | None:
+        """Return the runs (publisher, count) since the last call and start anew.
+
+        None when more than `max_runs` runs came: the order is not known.
+        """
+        runs = tuple((publisher, count) for publisher, count in self._runs)
+        complete = self._complete
+        self._runs, self._last, self._complete = [], None, True
+        return runs if complete else None

@@ -98,6 +98,22 @@ class Memory:
         for event in conversion.events:
             self.log.append(event)
 
+    def taken_order(self, starts: tuple[tuple[str, bytes, int], ...]
+                    ) -> tuple[tuple[int, int], ...] | None:
+        """Return the runs of inputs taken since the last frame as (index into `starts`, count).
+
+        `starts` are the frame's input starts; None when the order is not known (too
+        many runs, or a publisher that numbers nothing and so has no start).
+        """
+        runs = self.health.order.take()
+        if runs is None:
+            return None
+        index = {publisher: position for position, (_, publisher, _) in enumerate(starts)}
+        try:
+            return tuple((index[publisher], count) for publisher, count in runs)
+        except KeyError:
+            return None
+
     def take_answer(self, answer: Answer) -> None:
         """Keep a writer's answer to the resync for the next tick (`apply_answers`)."""
         self.answers.append(answer)

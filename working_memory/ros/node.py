@@ -378,11 +378,13 @@ class WorkingMemoryNode(LifecycleNode):
         # A window goes out before the first frame that names it (map_windows: reference).
         if self._windows is not None:
             self._windows.publish(frame)
-        # The receipt per input topic lets an offline replay apply exactly what this tick saw.
+        # The receipt per input topic lets an offline replay apply exactly what this tick saw:
+        # how many, from where (input starts) and in which order.
+        starts = memory.input_starts()
         self._frame_pub.publish(self._output.frame_bytes(
             frame, config.map_frame, memory.receipts(), self._windows is None,
             memory.resync.started, memory.resync.active, memory.resync.start_id,
-            memory.input_starts()))
+            starts, memory.taken_order(starts)))
         # Retained for ~/assemble and ~/explain once it is out (no callback runs in between).
         memory.frames.publish(frame)
         if self._views is not None:

@@ -330,11 +330,13 @@ class FrameEncoder:
               inputs_received: Mapping[str, int] | None = None,
               inline_windows: bool = True, started: float = 0.0,
               resyncing: bool = False, start_id: str = '',
-              input_starts: tuple[tuple[str, bytes, int], ...] = ()) -> bytes:
+              input_starts: tuple[tuple[str, bytes, int], ...] = (),
+              taken_order: tuple[tuple[int, int], ...] | None = None) -> bytes:
         """Return `frame` serialized as a ContextFrame (packs in cabin order).
 
         `inputs_received` is {resolved input topic: messages received before the tick},
-        `input_starts` (resolved topic, publisher gid, first sequence number) per publisher;
+        `input_starts` (resolved topic, publisher gid, first sequence number) per publisher,
+        `taken_order` the runs (index into input_starts, count) since the last frame;
         without `inline_windows` each pack's nearby_map is empty and only its
         map_window_digest names the window (map windows by reference). `started` [s]
         `resyncing` and `start_id` are the node's (ContextFrame.started, ...).
@@ -377,6 +379,14 @@ class FrameEncoder:
             self._starts = (key, self._starts_bytes(*key))
         writer.parts.append(self._starts[1])
         writer.offset += len(self._starts[1])
+        # taken_from and taken_count: uint32 sequences, aligned at 4 after the starts.
+        runs = taken_order or ()
+        pad = -writer.offset % 4
+        order = (_ZEROS[:pad] + _U32.pack(len(runs))
+                 + b''.join(_U32.pack(index) for index, _ in runs) + _U32.pack(len(runs))
+                 + b''.join(_U32.pack(count) for _, count in runs))
+        writer.parts.append(order)
+        writer.offset += len(order)
         # Keep what this frame used; what it no longer holds is not coming back.
         self._events = used_events
         if len(self._items) > 2 * items + 256:

@@ -147,7 +147,9 @@ class FrameRecord:
     `started` [s] is when the node that made it started from an empty memory, `start_id`
     that start's own id (a new one: a restarted node); `resyncing` whether it was still
     re-reading the writers. `input_starts` holds (input topic, publisher gid, first
-    sequence number) per publisher the node start had taken from (ContextFrame.input_starts).
+    sequence number) per publisher the node start had taken from (ContextFrame.input_starts),
+    `taken` the runs (index into them, count) in the order the node took its inputs since
+    the previous frame (ContextFrame.taken_from, taken_count).
     """
 
     tick: int
@@ -161,6 +163,7 @@ class FrameRecord:
     resyncing: bool = False
     start_id: str = ''
     input_starts: tuple[tuple[str, bytes, int], ...] = ()
+    taken: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,7 +439,9 @@ def frame_record(msg, received: float, names: ConstantNames) -> FrameRecord:
                        0.0 if started is None else seconds(started),
                        bool(getattr(msg, 'resyncing', False)), str(getattr(msg, 'start_id', '')),
                        tuple((start.topic, bytes(start.publisher), int(start.first))
-                             for start in getattr(msg, 'input_starts', ())))
+                             for start in getattr(msg, 'input_starts', ())),
+                       tuple((int(index), int(count)) for index, count in zip(
+                           getattr(msg, 'taken_from', ()), getattr(msg, 'taken_count', ()))))
 
 
 def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:

@@ -32,6 +32,7 @@ Needs only numpy, PyYAML and rosbags (no ROS): the core is used directly.
 from __future__ import annotations
 
 import bisect
+import collections
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -283,6 +284,8 @@ class Replay:
         self._base: dict[str, int] = {topic: 0 for topic in run.inputs}
         # Topics applied by bag time: a restarted node's, in a bag without message ids.
         self._by_time: set[str] = set()
+        # Each taken message's publisher, per topic whose publishers the bag tells.
+        self._publishers: dict[str, tuple[bytes, ...]] = {}
         self._answer_topics = {topic for topic, msgtype in run.input_types.items()
                                if msgtype.endswith('/ResyncAnswer')}
         # Per node start, per input topic, {publisher: first number taken} in the order taken.
@@ -356,8 +359,12 @@ class Replay:
         # Transitions and rates start over with the memory, as in the node.
         self._sources = Sources(self._specs.values())
         exact = self._exact_topics(first.start_id)
-        self._inputs = {topic: self._taken(topic, first.start_id) if topic in exact
-                        else messages for topic, messages in self.run.inputs.items()}
+        self._inputs = dict(self.run.inputs)
+        self._publishers = {}
+        for topic in exact:
+            taken = self._taken(topic, first.start_id)
+            self._inputs[topic] = tuple(stamp_msg for stamp_msg, _ in taken)
+            self._publishers[topic] = tuple(publisher for _, publisher in taken)
         for topic in self._answer_topics - exact:
             self._inputs[topic] = tuple(
                 (stamp, msg) for stamp, msg in self._inputs[topic]
@@ -394,13 +401,13 @@ class Replay:
         return {topic for topic in self.run.message_ids
                 if topic in starts or not last.inputs.get(topic, 0)}
 
-    def _taken(self, topic: str, start_id: str) -> tuple:
+    def _taken(self, topic: str, start_id: str) -> list[tuple[tuple, bytes]]:
         """Return the recorded messages on `topic` that node start `start_id` took, in order.
 
         Each publisher's from the first the node took on (its frames' input starts);
         the answers to its resync in the order the node took them (the order it first
         heard their writers, each answering a node start once; the receipts count no
-        other answer).
+        other answer). Each is ((bag time, message), its publisher).
         """
         firsts = self._starts.get(start_id, {}).get(topic, {})
         taken = [(stamp_msg, publisher, sequence) for stamp_msg, (publisher, sequence)
@@ -410,7 +417,7 @@ class Replay:
             order = {publisher: index for index, publisher in enumerate(firsts)}
             taken = sorted((item for item in taken if inputs.answers(item[0][1], start_id)),
                            key=lambda item: (order[item[1]], item[2]))
-        return tuple(stamp_msg for stamp_msg, _, _ in taken)
+        return [(stamp_msg, publisher) for stamp_msg, publisher, _ in taken]
 
     def _apply_inputs(self, truth: Truth, recorded: FrameRecord,
                       applied: dict[str, int]) -> Iterator[str]:
@@ -442,16 +449,16 @@ class Replay:
                        f'{by_time} before this frame (missed by the recorder, or late to it)')
             elif wanted < by_time and receipts:
                 self.late[topic] = self.late.get(topic, 0) + 1
-            pending += [(stamp_ns, topic, msg)
-                        for stamp_ns, msg in messages[applied[topic]:wanted]]
+            publishers = self._publishers.get(topic)
+            pending += [(stamp_ns, topic, msg,
+                         None if publishers is None else publishers[index])
+                        for index, (stamp_ns, msg) in enumerate(
+                            messages[applied[topic]:wanted], applied[topic])]
             applied[topic] = max(applied[topic], wanted)
-        # In the bag's order across topics: several (typed-topic sources, the board) may
-        # write one key or append to the log, whose numbering follows arrival. The
-        # writers' answers last, in the order taken: the node applies them after the
-        # tick's live inputs (ros/memory.py apply_answers).
-        answers = self._answer_topics
-        pending.sort(key=lambda taken: (1, 0) if taken[1] in answers else (0, taken[0]))
-        for stamp_ns, topic, msg in pending:
+        pending, unordered = self._as_taken(pending, recorded)
+        if unordered:
+            yield unordered
+        for stamp_ns, topic, msg, _ in pending:
             self._observe.receipt(msg, recorded.stamp_ns * 1e-9)
             self._apply(truth, topic, msg, stamp_ns * 1e-9)
             self._note_stamps(topic, msg)
@@ -466,6 +473,57 @@ class Replay:
             yield ('a restarted node: its inputs applied by bag time (approximate: where its '
                    'subscriptions began to take is not in the bag), its answers by receipt')
         yield from self._unstamped_notes()
+
+    def _as_taken(self, pending: list[tuple], recorded: FrameRecord) -> tuple[list[tuple], str]:
+        """Return the tick's messages in the order the node took them, and a note if unsure.
+
+        Several publishers (on one topic or several: typed-topic sources and the board may
+        write one key, the log numbers events as they come) are interleaved as the
+        frame's runs say; each publisher's own messages keep their order. The writers'
+        answers go last, in the order taken: the node applies them after the tick's live
+        inputs (ros/memory.py apply_answers). Where the runs do not say it (a bag without
+        message ids, a frame of a node that reports no order, or one that lost it), the
+        bag's receive order stands in, and the note says so.
+        """
+        pending.sort(key=lambda taken: taken[0])
+        answers, inert, live = [], [], []
+        for taken in pending:
+            topic = taken[1]
+            (answers if topic in self._answer_topics else
+             inert if self.run.input_types[topic] in INERT_INPUTS else live).append(taken)
+        publishers = {taken[3] for taken in live}
+        if len(publishers) < 2:
+            return live + inert + answers, ''
+        queues: dict[bytes, collections.deque] = {}
+        for taken in live:
+            queues.setdefault(taken[3], collections.deque()).append(taken)
+        runs = self._runs(recorded)
+        counts = collections.Counter()
+        for publisher, count in runs or ():
+            counts[publisher] += count
+        if runs is None or None in queues or counts != {p: len(q) for p, q in queues.items()}:
+            note = '' if not recorded.input_starts else (
+                f'{len(live)} messages of {len(publishers)} publishers taken since the last '
+                "frame: the order the node took them in is not in the frame's receipt (or not "
+                "for these messages); the bag's receive order stands in")
+            return live + inert + answers, note
+        ordered = [queues[publisher].popleft() for publisher, count in runs
+                   for _ in range(count)]
+        return ordered + inert + answers, ''
+
+    def _runs(self, recorded: FrameRecord) -> list[tuple[bytes, int]] | None:
+        """Return the frame's runs (publisher, count) on the topics the replay tells apart.
+
+        None when a run names no input start (a damaged receipt).
+        """
+        starts, runs = recorded.input_starts, []
+        for index, count in recorded.taken:
+            if index >= len(starts):
+                return None
+            topic, publisher, _ = starts[index]
+            if topic in self._publishers and topic not in self._answer_topics:
+                runs.append((publisher, count))
+        return runs
 
     def _note_stamps(self, topic: str, msg) -> None:
         """Note what of `msg` the node stamped on receipt (its stamps are zero)."""
