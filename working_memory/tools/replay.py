@@ -735,7 +735,8 @@ def pack_differences(step: Step) -> list[str]:
                  f'missing differ: {sorted(missing)}' if missing else '',
                  f'summaries differ: {sorted(counted)}' if counted else '']
         lines.append(f'{cabin}: ' + ('; '.join(p for p in parts if p) or
-                                     'same keys and values (stamps, importance or map differ)'))
+                                     'same keys and values (stamps, importance, the map or '
+                                     "the events' numbers, which follow their arrival, differ)"))
     return lines
 
 
