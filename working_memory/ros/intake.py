@@ -5,7 +5,9 @@ passes that number on in the message info (`publication_sequence_number`, with
 the writer's `publisher_gid`). A jump in one publisher's numbers is updates that
 never reached the node: a keep-last queue that overflowed, a sample the writer
 dropped. Fast DDS reports neither as a lost message, so the node counts the gaps
-itself and publishes them on /diagnostics.
+itself and publishes them on /diagnostics. The same numbers make the frame's receipts:
+where the node began to take each publisher (`SequenceGaps.first`) and the order it took
+them in (`TakeOrder`).
 """
 
 from __future__ import annotations

@@ -264,6 +264,19 @@ class IdBatch:
     sequence: tuple[int, ...]      # per message, its publisher's number (0: none)
 
 
+def receive_stamp(now_ns: int, wall_ns: int, received_wall_ns: int | None,
+                  floor_ns: int) -> int:
+    """Return when a message taken at `now_ns` (the recorder's clock) arrived, on that clock [ns].
+
+    The middleware stamps its arrival on the wall clock (`received_wall_ns`, rclpy's
+    message info; None: unknown); it waited `wall_ns - received_wall_ns` to be taken. Never
+    before `floor_ns` (the topic's previous stamp: a topic's messages keep the order
+    written, which its message ids follow), never after `now_ns`.
+    """
+    waited = 0 if not received_wall_ns else max(0, wall_ns - received_wall_ns)
+    return min(now_ns, max(floor_ns, now_ns - waited))
+
+
 class MessageIds:
     """Note each written message's publisher and number; hand them out in batches per topic."""
 

@@ -38,7 +38,7 @@ from working_memory.ros.spin import run_node
 from working_memory.ros.ticking import Intake
 from working_memory.ros.usage import parse_node_options
 from working_memory.tools.bag import (BagError, BagWriter, IDS_TOPIC_SUFFIX, IDS_TYPE,
-                                      MessageIds, STORAGES, adapted_qos)
+                                      MessageIds, STORAGES, adapted_qos, receive_stamp)
 
 # Reader-side history: a recorder busy writing must not drop messages that already arrived.
 HISTORY_DEPTH = 1000
@@ -66,8 +66,9 @@ class RecorderNode(Node):
         when every publisher is reliable, transient local only when every one is
         (as `ros2 bag record`), keep last HISTORY_DEPTH.
     Writes `~/_message_ids` (RecordedIds) into the bag: each recorded message's publisher
-    and number. The bag's receive stamps are this node's clock. Call `close()` (or
-    destroy the node) to finish the bag: only then is it readable.
+    and number. The bag's receive stamps are this node's clock, at each message's arrival
+    (its message info's receive time, moved onto that clock). Call `close()` (or destroy
+    the node) to finish the bag: only then is it readable.
     """
 
     def __init__(self, **kwargs) -> None:
@@ -92,6 +93,7 @@ class RecorderNode(Node):
         self._publishers_seen: dict[str, set[str]] = {}
         self._reported: set[str] = set()
         self._ids = MessageIds()
+        self._stamps: dict[str, int] = {}   # the latest stamp per topic [ns]
         self._ids_topic = self.get_fully_qualified_name() + IDS_TOPIC_SUFFIX
         self._intake = RecorderIntake(self, lambda: self._intake.round(None))
         self._discover()
@@ -172,8 +174,12 @@ class RecorderNode(Node):
                                           'not recorded')
 
     def _on_message(self, topic: str, msgtype: str, data: bytes, info: dict) -> None:
+        # Stamped when it arrived, not when a round took it (up to a few ms later).
+        stamp = self._stamps[topic] = receive_stamp(
+            self.get_clock().now().nanoseconds, time.time_ns(), info.get('received_timestamp'),
+            self._stamps.get(topic, 0))
         try:
-            self._writer.write(topic, msgtype, data, self.get_clock().now().nanoseconds)
+            self._writer.write(topic, msgtype, data, stamp)
         except BagError as err:
             self.get_logger().error(f'{topic}: not recorded: {err}', throttle_duration_sec=5.0)
             return
