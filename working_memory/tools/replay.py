@@ -6,9 +6,7 @@ The replay applies exactly those recorded messages of each topic, in order,
 before each tick, at the recorded tick time, through the same input conversions
 (`ros/inputs.py`) and the same core (board mirror, event log, map, working set,
 assembler) the node used. An input that arrived between the recorder's copy and
-the tick is therefore no guess: the receipt says whether the tick saw it. Only
-the order within one topic matters (the board, the log and the map are
-independent), and that order is the publishers' own, which DDS keeps.
+the tick is therefore no guess: the receipt says whether the tick saw it.
 
 Which recorded messages a node took is exact too: every frame names, per input topic
 and publisher, the first message the node start took (`ContextFrame.input_starts`,
@@ -17,7 +15,11 @@ and number beside it (`RecordedIds`). So a node that started after the recorder,
 again (a restart: discovery takes each publisher at its own time), is replayed from
 exactly where it began; its writers' answers to its resync are applied, as the node
 applies them, after the tick's live inputs and in the order it took them (the order
-it first heard their publishers: each writer answers a node start once).
+it first heard their publishers: each writer answers a node start once). And the
+order: each publisher's messages keep their own (DDS keeps it), and the frame's runs
+(`ContextFrame.taken_from`, `taken_count`) say how the node interleaved several
+publishers' since the last frame (two writers of one key, two loggers whose events
+are numbered as they come). Where the bag cannot tell, the step's notes say so.
 
 The node's configuration comes from its parameter events in the bag
 (`/parameter_events`, recorded from before the node configured), else from a
