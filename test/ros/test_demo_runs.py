@@ -17,7 +17,7 @@ from working_memory.demo.cli import hints
 from working_memory.demo.scenario import ScenarioOptions, parse_drops, run_scenario
 from working_memory.tools.bag import BagReader
 from working_memory.tools.recording import load_recording, load_run
-from working_memory.tools.replay import agreement, recorded_settings
+from working_memory.tools.replay import agreement, format_agreement, recorded_settings, replay
 from working_memory.tools.report import report_data, write_report
 
 CONFIG = Path(__file__).resolve().parents[2] / 'config'
@@ -258,9 +258,9 @@ def test_a_restart_mid_run_is_survived_replayed_and_marked_on_the_time_axis(
         context, tmp_path_factory):
     # The working memory loses everything at 12 s (cleanup, configure, activate): it re-reads
     # the simulator's and the mission's writers, the robot still delivers and never enters
-    # the zone, the report marks the restart. The replay is exact up to it; after it, the
-    # new node's inputs go by bag time and every frame that differs says so (where its
-    # subscriptions began, and the order its writers' answers came in, are not in the bag).
+    # the zone, the report marks the restart. The replay agrees on every frame, the new
+    # node's too: its receipts say where it began to take each publisher, the recorder's
+    # message ids which recorded messages those are, and its answers go in as it took them.
     bag = tmp_path_factory.mktemp('runs') / 'restarted'
     outcome = run_scenario(ScenarioOptions(bag_path=bag, wall_time_limit_s=WALL_LIMIT_S,
                                            restart_wm_at_s=12.0), context=context)
@@ -269,10 +269,14 @@ def test_a_restart_mid_run_is_survived_replayed_and_marked_on_the_time_axis(
     run = load_run(bag)
     restart, = run.recording.restarts
     assert restart.tick == 1 and restart.start_id != run.recording.frames[0].start_id
+    assert {'/board', '/log', '/map', '/resync/answer'} <= set(run.message_ids)
+    last = [frame for frame in run.recording.frames if frame.start_id == restart.start_id][-1]
+    assert {topic for topic, _, _ in last.input_starts} >= {'/board', '/map', '/resync/answer'}
     result = agreement(run, recorded_settings(run))
-    assert result.agreeing >= run.recording.frames.index(restart)
-    assert not [m for m in result.mismatches
-                if not any('restarted node' in note for note in m.notes)], result.mismatches[:3]
+    assert result.agreeing == result.ticks == len(run.recording.frames), \
+        format_agreement(result, bag, recorded_settings(run))
+    assert not any('approximate' in note for step in replay(run, recorded_settings(run))
+                   for note in step.notes)
     data = report_data(run.recording)
     assert data.restarts == [restart.stamp]
     assert ('restarts', f'at {restart.stamp:.1f} s (tick 1 of the new start)') in data.setup

@@ -28,6 +28,8 @@ WHOLE_LOOP = {'/board', '/log', '/map', '/odom', '/clock', '/parameter_events',
 # Recorded for the report, RViz2 and Foxglove.
 VIEWS = {'/sim_world/status', '/working_memory/planner/map_window',
          '/working_memory/executor/map_window', '/working_memory/route', '/working_memory/markers'}
+# The recorder's own: who published each recorded message (RecordedIds).
+MESSAGE_IDS = {'/recorder_node/_message_ids'}
 
 
 def suggestions(bag, cabin=None):
@@ -58,7 +60,7 @@ def test_the_demo_bag_holds_the_whole_loop_and_reads_with_an_independent_mcap_re
         channels = {channel.topic: channel for channel in reader.get_summary().channels.values()}
         for _, channel, _ in reader.iter_messages():
             counts[channel.topic] = counts.get(channel.topic, 0) + 1
-    assert set(channels) == WHOLE_LOOP | VIEWS
+    assert set(channels) == WHOLE_LOOP | VIEWS | MESSAGE_IDS
     # /parameter_events carries only runtime changes: the configuration at configure is in
     # the bag's metadata (the node declares its parameters before the recorder hears them).
     assert all(counts.get(topic) for topic in WHOLE_LOOP - {'/parameter_events'}), counts

@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from working_memory.ros.intake import SequenceGaps
+from working_memory.ros.intake import SequenceGaps, TakeOrder
 
 
 def test_a_jump_in_one_publishers_numbers_counts_the_updates_in_between():
@@ -46,3 +46,26 @@ def test_missed_equals_what_was_dropped_between_the_first_and_last_update_heard(
     for received in heard.values():
         dropped_between += received[-1] - received[0] + 1 - len(received)
     assert gaps.missed == dropped_between
+
+
+def test_first_keeps_each_publishers_start_in_the_order_first_heard_until_it_is_forgotten():
+    gaps = SequenceGaps(max_publishers=2)
+    for publisher, number in ((b'b', 4), (b'a', 9), (b'b', 5), (b'a', 10)):
+        gaps.observe(publisher, number)
+    assert list(gaps.first.items()) == [(b'b', 4), (b'a', 9)]
+    gaps.observe(b'c', None)   # unnumbered: no start
+    gaps.observe(b'c', 3)      # forgets b, heard least recently
+    assert list(gaps.first.items()) == [(b'a', 9), (b'c', 3)]
+
+
+def test_the_take_order_is_runs_of_one_publishers_messages_until_too_many_make_it_unknown():
+    order = TakeOrder(max_runs=3)
+    for publisher in (b'a', b'a', b'b', b'a'):
+        order.took(publisher)
+    assert order.take() == ((b'a', 2), (b'b', 1), (b'a', 1))
+    assert order.take() == ()   # each frame's runs since the last
+    for publisher in (b'a', b'b', b'a', b'b'):
+        order.took(publisher)
+    assert order.take() is None
+    order.took(b'c')
+    assert order.take() == ((b'c', 1),)

@@ -130,19 +130,18 @@ def test_manifests_file_cabins_get_a_runtime_drop_parameter(start_memory, tmp_pa
     assert cleared.packs[0].cabin == 'monitor'
 
 
-def test_ros2_node_info_shows_the_inputs_on_the_node_and_its_named_helper(start_memory,
-                                                                          namespace,
-                                                                          spin_until):
-    # What `ros2 node info` and rqt_graph show: map and pose on the node, board, log and the
-    # resync answers on its helper `<name>_inputs` (ros/ticking.py Intake), and no other node.
+def test_ros2_node_info_shows_the_inputs_on_the_nodes_named_helper(start_memory, namespace,
+                                                                   spin_until):
+    # What `ros2 node info` and rqt_graph show: board, log, the resync answers, map and pose
+    # on the node's helper `<name>_inputs` (ros/ticking.py Intake), and no other node.
     node, probe = start_memory({'pose_source': 'odometry'})
     expected = {
-        'working_memory': {f'{namespace}/map': ['nav_msgs/msg/OccupancyGrid'],
-                           f'{namespace}/odom': ['nav_msgs/msg/Odometry']},
         'working_memory_inputs': {f'{namespace}/board': ['working_memory/msg/BoardUpdate'],
                                   f'{namespace}/log': ['working_memory/msg/LogEvent'],
                                   f'{namespace}/resync/answer': [
-                                      'working_memory/msg/ResyncAnswer']},
+                                      'working_memory/msg/ResyncAnswer'],
+                                  f'{namespace}/map': ['nav_msgs/msg/OccupancyGrid'],
+                                  f'{namespace}/odom': ['nav_msgs/msg/Odometry']},
     }
 
     def subscriptions(name):

@@ -13,6 +13,7 @@ import yaml
 from ament_index_python.packages import get_package_prefix
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
+from mcap.reader import make_reader
 from nav_msgs.msg import OccupancyGrid
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
@@ -22,10 +23,10 @@ from working_memory.msg import (ContextFrame, ContextPack, Eviction, EvictionBat
                                 WorkingItem)
 from working_memory.ros.qos import (best_effort_qos, diagnostics_qos, frame_qos, map_qos,
                                     stream_qos)
-from working_memory.tools.bag import BagError
+from working_memory.tools.bag import BagError, BagReader
 from working_memory.tools.inspect import main as inspect_main
 from working_memory.tools.recorder_node import RecorderNode
-from working_memory.tools.recording import load_recording
+from working_memory.tools.recording import load_recording, message_ids
 
 FRAME_TOPIC = '/working_memory/frame'
 EVICTIONS_TOPIC = '/working_memory/evictions'
@@ -196,3 +197,39 @@ def test_recorder_finds_types_in_the_graph_and_adapts_qos_to_the_publishers(
     assert offered['reliability'] == 'best_effort'  # the graph does not tell the depth
     (offered,) = topics['/map']['offered_qos_profiles']
     assert offered['durability'] == 'transient_local'
+
+
+def test_each_recorded_message_has_its_publisher_and_number_in_a_bag_any_mcap_reader_reads(
+        context, executor, tmp_path):
+    # Two publishers on one topic, interleaved: the bag's message ids name each message's
+    # publisher (its gid) and number, in the order recorded, on the recorder's hidden topic.
+    source = rclpy.create_node('wm_source', context=context)
+    first, second = (source.create_publisher(DiagnosticArray, '/diagnostics', diagnostics_qos())
+                     for _ in range(2))
+    recorder = RecorderNode(context=context, parameter_overrides=[
+        Parameter('bag_path', value=str(tmp_path / 'bag')),
+        Parameter('topics', value=['/diagnostics'])])
+    executor.add_node(source)
+    executor.add_node(recorder)
+    spin_until(executor, lambda: first.get_subscription_count()
+               and second.get_subscription_count(), 'recorder subscription')
+    for index, publisher in enumerate((first, second, second, first)):
+        publisher.publish(DiagnosticArray(status=[DiagnosticStatus(name=f'm{index}')]))
+        spin_until(executor, lambda: recorder.counts['/diagnostics'] == index + 1, f'm{index}')
+    gids = {bytes(info.endpoint_gid): info for info in
+            source.get_publishers_info_by_topic('/diagnostics')}
+    recorder.close()
+    with BagReader(recorder.bag_path) as reader:
+        run_ids = message_ids([message.msg for message in reader.messages(
+            ['/recorder_node/_message_ids'])])
+    publishers = [gid for gid, _ in run_ids['/diagnostics']]
+    assert publishers[0] == publishers[3] != publishers[1] == publishers[2]
+    assert set(publishers) <= set(gids)
+    assert [number for _, number in run_ids['/diagnostics']] == [1, 1, 2, 2]
+    # Foxglove's MCAP reader decodes every message, the message ids' too (ros2msg schema).
+    (path,) = recorder.bag_path.glob('*.mcap')
+    with open(path, 'rb') as stream:
+        seen = [(channel.topic, schema.name, schema.encoding)
+                for schema, channel, _ in make_reader(stream).iter_messages()]
+    assert ('/recorder_node/_message_ids', 'working_memory/msg/RecordedIds', 'ros2msg') in seen
+    assert sum(topic == '/diagnostics' for topic, _, _ in seen) == 4

@@ -15,10 +15,15 @@ from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
 
+from rclpy.parameter import Parameter
+
 from working_memory.client import BoardWriter, EventLogger, WorkingMemoryClient
 from working_memory.msg import ContextFrame, MissingItem
 from working_memory.ros import qos
 from working_memory.ros.conversions import seconds_from_time
+from working_memory.tools.recorder_node import RecorderNode
+from working_memory.tools.recording import load_run
+from working_memory.tools.replay import Settings, agreement, format_agreement, replay
 
 MAIN = 'import sys; from working_memory.ros.node import main; sys.exit(main())'
 PLANNER = ['-p', 'cabin_names:=[planner]',
@@ -26,6 +31,11 @@ PLANNER = ['-p', 'cabin_names:=[planner]',
            '-p', 'cabins.planner.required:=["goal:*", pose, "sensor:lidar"]',
            '-p', 'cabins.planner.events.window_s:=60.0', '-p', 'tick_hz:=20.0',
            '-p', 'capacity:=2048']
+# PLANNER as the replay's parameter values.
+VALUES = {'cabin_names': ['planner'],
+          'cabins.planner.board_keys': ['goal:*', 'pose', 'safety:*', 'door:*', 'sensor:*'],
+          'cabins.planner.required': ['goal:*', 'pose', 'sensor:lidar'],
+          'cabins.planner.events.window_s': 60.0, 'tick_hz': 20.0, 'capacity': 2048}
 ZONE = 'safety:zone/high_voltage'
 EVENT = f'event:CONSTRAINT:{ZONE}#0'
 WANTED = {'goal:deliver', 'pose', ZONE, EVENT}
@@ -145,3 +155,46 @@ def test_a_cleanup_and_configure_re_reads_the_writers(writers, spin_until, chang
     finally:
         node.send_signal(signal.SIGINT)
         node.wait(timeout=20)
+
+
+def test_a_killed_and_restarted_node_recorded_in_a_bag_replays_exactly(
+        writers, add_node, context, spin_until, namespace, tmp_path):
+    # The recorder hears the writers and both node processes; the new node's discovery takes
+    # each writer at its own time, and its answers come in an order of their own: its
+    # receipts and the bag's message ids let the replay agree on every frame.
+    board, log, frames, resync = writers
+    topics = [f'{namespace}/{topic}' for topic in
+              ('board', 'log', 'resync/answer', 'working_memory/frame')]
+    recorder = add_node(RecorderNode(context=context, parameter_overrides=[
+        Parameter('bag_path', value=str(tmp_path / 'bag')), Parameter('topics', value=topics)]))
+    node = start(namespace, tmp_path)
+    try:
+        assert spin_until(lambda: frames and not recorder.waiting_for), recorder.waiting_for
+        board.update({'goal:deliver': {'x': 16.0}, 'pose': {'x': 1.0, 'y': 2.0},
+                      ZONE: {'polygon': [[0, 0], [1, 1]]}, 'door:a': 'closed'})
+        log.log('CONSTRAINT', ZONE, {'why': 'live wires'})
+        assert spin_until(lambda: WANTED <= held(frames[-1]))
+        first = frames[-1]
+        node.kill()
+        node.wait()
+        board.remove('door:a')
+        frames.clear()
+        node = start(namespace, tmp_path)
+        for index in range(20):   # live updates while the new node discovers the writers
+            board.set('pose', {'x': 1.0 + index, 'y': 2.0})
+            log.log('OBSERVATION', f'step:{index}')
+            spin_until(lambda: False, timeout=0.05)
+        assert spin_until(lambda: frames and frames[-1].started != first.started
+                          and not frames[-1].resyncing, timeout=15.0)
+        spin_until(lambda: False, timeout=0.3)
+    finally:
+        node.send_signal(signal.SIGINT)
+        node.wait(timeout=20)
+    recorder.close()
+    run = load_run(tmp_path / 'bag')
+    assert len(run.recording.restarts) == 1
+    settings = Settings(VALUES, 'the test', f'{namespace}/working_memory')
+    result = agreement(run, settings)
+    assert result.agreeing == result.ticks > 2, format_agreement(result, 'bag', settings)
+    assert not any('approximate' in note or 'stands in' in note
+                   for step in replay(run, settings) for note in step.notes)

@@ -78,7 +78,8 @@ def frames(draw):
 
 
 def assert_same_wire(ours: bytes, frame, map_frame, inputs=None, inline_windows=True,
-                     started=0.0, resyncing=False, start_id=''):
+                     started=0.0, resyncing=False, start_id='', input_starts=(),
+                     taken_order=None):
     """Assert `ours` is rclpy's serialization of the frame's message, byte for byte.
 
     Fast CDR leaves alignment padding uninitialised, so a padding byte may differ (ours
@@ -86,7 +87,7 @@ def assert_same_wire(ours: bytes, frame, map_frame, inputs=None, inline_windows=
     """
     expected = serialize_message(conv.context_frame_msg(frame, map_frame, inputs,
                                                         inline_windows, started, resyncing,
-                                                        start_id))
+                                                        start_id, input_starts, taken_order))
     assert len(ours) == len(expected)
     assert all(mine == 0 for mine, theirs in zip(ours, expected) if mine != theirs)
     assert (repr(deserialize_message(ours, conv.ContextFrame))
@@ -99,15 +100,27 @@ def encoder():
                          for reason in MissingReason})
 
 
+# Input starts: (topic, publisher gid, first sequence number) per publisher.
+STARTS = st.lists(st.tuples(TEXT, st.binary(max_size=24), st.integers(0, 2**64 - 1)),
+                  max_size=4).map(tuple)
+
+
+# The order taken: (index into the starts, count) per run; None: not known.
+ORDER = st.none() | st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(1, 2**32 - 1)),
+                             max_size=5).map(tuple)
+
+
 @settings(max_examples=150, deadline=None)
 @given(frames(), TEXT, st.dictionaries(TEXT, st.integers(0, 2**64 - 1), max_size=3),
-       st.booleans(), STAMPS, st.booleans(), TEXT)
+       st.booleans(), STAMPS, st.booleans(), TEXT, STARTS, ORDER)
 def test_frame_bytes_equal_rclpy_serialization_of_the_frame_message(frame, map_frame, inputs,
                                                                     inline, started,
-                                                                    resyncing, start_id):
+                                                                    resyncing, start_id,
+                                                                    starts, order):
     assert_same_wire(encoder().frame(frame, map_frame, inputs, inline, started, resyncing,
-                                     start_id),
-                     frame, map_frame, inputs, inline, started, resyncing, start_id)
+                                     start_id, starts, order),
+                     frame, map_frame, inputs, inline, started, resyncing, start_id, starts,
+                     order)
 
 
 @settings(max_examples=60, deadline=None)
@@ -125,8 +138,12 @@ def test_cached_pieces_serialize_later_frames_exactly(frames_, data):
                                       data.draw(st.permutations(pack.items)), pack.events,
                                       pack.map_window, pack.missing, effective=pack.effective)
                             for index, pack in enumerate(packs)])
-        assert_same_wire(wire.frame(mixed, 'map', inline_windows=inline), mixed, 'map',
-                         inline_windows=inline)
+        # The input starts kept while the same, at another offset when the packs differ.
+        starts = data.draw(st.sampled_from([(), (('/board', b'\x01' * 16, 7),)]))
+        assert_same_wire(wire.frame(mixed, 'map', inline_windows=inline, start_id=frame.digest,
+                                    input_starts=starts),
+                         mixed, 'map', inline_windows=inline, start_id=frame.digest,
+                         input_starts=starts)
 
 
 def test_an_empty_frame_is_a_header_tick_digest_and_two_empty_sequences():

@@ -7,7 +7,7 @@ import pytest
 from ament_index_python.packages import get_package_share_directory
 from rosbags.rosbag2 import Reader
 
-from working_memory.tools.bag import BagError, BagReader, BagWriter, FRAME_TYPE
+from working_memory.tools.bag import BagError, BagReader, BagWriter, FRAME_TYPE, receive_stamp
 from working_memory.tools.recording import load_recording
 
 
@@ -83,3 +83,12 @@ def test_several_frame_topics_need_a_choice(tmp_path, synthetic_bag):
         load_recording(tmp_path / 'two')
     with pytest.raises(BagError, match='no working_memory/msg/ContextFrame topic /c/frame'):
         load_recording(synthetic_bag, frame_topic='/c/frame')
+
+
+def test_a_message_is_stamped_when_it_arrived_never_before_the_topics_last_nor_after_now():
+    # Taken 3 ms after it arrived (wall clock): stamped 3 ms before now on the recorder's clock.
+    assert receive_stamp(1_000_000_000, 50_003_000_000, 50_000_000_000, 0) == 997_000_000
+    assert receive_stamp(1_000_000_000, 50_003_000_000, 50_000_000_000, 998_000_000) \
+        == 998_000_000   # not before the topic's previous message: the bag keeps their order
+    assert receive_stamp(1_000_000_000, 50_000_000_000, 50_003_000_000, 0) == 1_000_000_000
+    assert receive_stamp(1_000_000_000, 50_003_000_000, None, 0) == 1_000_000_000

@@ -32,8 +32,9 @@ from working_memory.core.timebase import epoch_time
 from working_memory.core.windows import checked_window, window_digest
 from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction,
-                                EvictionBatch, InputCount, LogEvent, MapWindow as MapWindowMsg,
-                                MissingItem, Resync, ResyncAnswer, WorkingItem)
+                                EvictionBatch, InputCount, InputStart, LogEvent,
+                                MapWindow as MapWindowMsg, MissingItem, Resync,
+                                ResyncAnswer, WorkingItem)
 from working_memory.msg import MissingSummary as MissingSummaryMsg
 from working_memory.ros import inputs
 from working_memory.ros.diagnostics import Status
@@ -155,11 +156,15 @@ def context_pack_msg(pack: Pack, map_frame: str, inline_window: bool = True) -> 
 def context_frame_msg(frame: Frame, map_frame: str,
                       inputs_received: Mapping[str, int] | None = None,
                       inline_windows: bool = True, started: float = 0.0,
-                      resyncing: bool = False, start_id: str = '') -> ContextFrame:
+                      resyncing: bool = False, start_id: str = '',
+                      input_starts: tuple[tuple[str, bytes, int], ...] = (),
+                      taken_order: tuple[tuple[int, int], ...] | None = None) -> ContextFrame:
     """Return a frozen Frame as a ContextFrame, packs in cabin order.
 
     `inputs_received` is {resolved input topic: messages received before the tick};
-    `inline_windows` as in `context_pack_msg`; `started` [s] and `resyncing` the node's.
+    `inline_windows` as in `context_pack_msg`; `started` [s] and `resyncing` the node's;
+    `input_starts` (resolved topic, publisher gid, first sequence number) per publisher,
+    `taken_order` the runs (index into them, count) taken since the last frame (None: unknown).
     """
     msg = ContextFrame(tick=frame.tick, digest=frame.digest,
                        packs=[context_pack_msg(pack, map_frame, inline_windows)
@@ -167,7 +172,11 @@ def context_frame_msg(frame: Frame, map_frame: str,
                        inputs=[InputCount(topic=topic, received=count)
                                for topic, count in (inputs_received or {}).items()],
                        started=time_from_seconds(started), resyncing=resyncing,
-                       start_id=start_id)
+                       start_id=start_id,
+                       input_starts=[InputStart(topic=topic, publisher=publisher, first=first)
+                                     for topic, publisher, first in input_starts],
+                       taken_from=[index for index, _ in taken_order or ()],
+                       taken_count=[count for _, count in taken_order or ()])
     msg.header.stamp = time_from_seconds(frame.stamp)
     msg.header.frame_id = map_frame
     return msg
@@ -265,10 +274,12 @@ class FrameOutput:
     def frame_bytes(self, frame: Frame, map_frame: str,
                     inputs_received: Mapping[str, int] | None = None,
                     inline_windows: bool = True, started: float = 0.0,
-                    resyncing: bool = False, start_id: str = '') -> bytes:
+                    resyncing: bool = False, start_id: str = '',
+                    input_starts: tuple[tuple[str, bytes, int], ...] = (),
+                    taken_order: tuple[tuple[int, int], ...] | None = None) -> bytes:
         """Return `frame` as the serialized ContextFrame `context_frame_msg` would give."""
         return self._encoder.frame(frame, map_frame, inputs_received, inline_windows,
-                                   started, resyncing, start_id)
+                                   started, resyncing, start_id, input_starts, taken_order)
 
     def pack_msg(self, pack: Pack, map_frame: str) -> ContextPack:
         """Return the pack's ContextPack, converted once per pack (the latest few are kept)."""

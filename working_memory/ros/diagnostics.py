@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from working_memory.core.items import Missing, MissingSummary
-from working_memory.ros.intake import SequenceGaps
+from working_memory.ros.intake import SequenceGaps, TakeOrder
 
 
 class Level(enum.IntEnum):
@@ -159,22 +159,34 @@ class Health:
         self._evictions_total = 0
         self._outputs_incompatible: dict[str, tuple[int, str]] = {}
         self.ticks = TickHealth()
+        # The order the inputs were taken in since the last frame (the frame's receipt).
+        self.order = TakeOrder()
 
     def received(self, topic: str, now: float, publisher: bytes = b'',
                  sequence: int | None = None) -> None:
         """Count a message that arrived on `topic` at effective time `now` [s].
 
         `sequence` is the number `publisher` gave it (None when unknown): a jump
-        in one publisher's numbers counts the updates that never arrived.
+        in one publisher's numbers counts the updates that never arrived. A message
+        with its `publisher` joins the order of what was taken.
         """
         state = self._inputs[topic]
         state.received += 1
         state.last_received = now
         state.gaps.observe(publisher, sequence)
+        if publisher:
+            self.order.took(publisher)
 
     def received_counts(self) -> dict[str, int]:
         """Return {input topic: messages received so far}, rejected ones included."""
         return {topic: state.received for topic, state in self._inputs.items()}
+
+    def input_starts(self) -> dict[str, dict[bytes, int]]:
+        """Return {input topic: {publisher: its first sequence number}}, in the order first heard.
+
+        The dicts are live (the node adds to them as publishers come): read, do not keep.
+        """
+        return {topic: state.gaps.first for topic, state in self._inputs.items()}
 
     def rejected(self, topic: str, reason: str) -> None:
         """Count input on `topic` that could not be used, with the reason."""

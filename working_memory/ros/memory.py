@@ -51,11 +51,24 @@ class Memory:
     growth: BoardGrowth = field(default_factory=BoardGrowth)
     # The typed-topic sources (sources_file), by topic.
     sources: Sources = field(default_factory=lambda: Sources(()))
+    # Writers' answers taken since the last tick, applied at the tick (apply_answers).
+    answers: list[Answer] = field(default_factory=list)
 
     def receipts(self) -> dict[str, int]:
         """Return {resolved input topic: messages received so far}, for the frame's receipts."""
         return {self.resolved_names[topic]: count
                 for topic, count in self.health.received_counts().items()}
+
+    def input_starts(self) -> tuple[tuple[str, bytes, int], ...]:
+        """Return (resolved topic, publisher gid, first sequence number) per publisher taken.
+
+        Topic by topic, each topic's publishers in the order first taken: the frame's
+        receipts of where this node start began to take each one.
+        """
+        names = self.resolved_names
+        return tuple((names[topic], publisher, first)
+                     for topic, starts in self.health.input_starts().items()
+                     for publisher, first in starts.items())
 
     def reconfigure(self, config: NodeConfig, manifests: dict[str, Manifest]) -> NodeConfig:
         """Take a runtime change of the configuration and manifests; return the old config.
@@ -85,10 +98,38 @@ class Memory:
         for event in conversion.events:
             self.log.append(event)
 
+    def taken_order(self, starts: tuple[tuple[str, bytes, int], ...]
+                    ) -> tuple[tuple[int, int], ...] | None:
+        """Return the runs of inputs taken since the last frame as (index into `starts`, count).
+
+        `starts` are the frame's input starts; None when the order is not known (too
+        many runs, or a publisher that numbers nothing and so has no start).
+        """
+        runs = self.health.order.take()
+        if runs is None:
+            return None
+        index = {publisher: position for position, (_, publisher, _) in enumerate(starts)}
+        try:
+            return tuple((index[publisher], count) for publisher, count in runs)
+        except KeyError:
+            return None
+
     def take_answer(self, answer: Answer) -> None:
-        """Take a writer's answer to the resync: what is not older than the live updates."""
-        self.board.apply(self.resync.standing(answer.entries, self.board))
-        self.log.take_answered(answer.events)
+        """Keep a writer's answer to the resync for the next tick (`apply_answers`)."""
+        self.answers.append(answer)
+
+    def apply_answers(self) -> None:
+        """Apply the answers kept since the last tick, in the order taken, after the live inputs.
+
+        Only then: however the intake's rounds interleaved them with live updates and
+        events, the tick sees the live inputs its receipt counts first and the answers
+        last, an order a replay repeats from the receipts alone. Of an answer, what is
+        not older than the live updates is taken.
+        """
+        answers, self.answers = self.answers, []
+        for answer in answers:
+            self.board.apply(self.resync.standing(answer.entries, self.board))
+            self.log.take_answered(answer.events)
 
     def resynced(self, frame: Frame, now: float, writers: dict[bytes, str]) -> Frame:
         """Return `frame` as it goes out at `now` [s, steady]: marked while the writers are re-read.

@@ -70,9 +70,10 @@ class WorkingMemoryNode(LifecycleNode):
         (its own message type, ros/sources.py; taken as `board` and `log` are), mapped to
         board entries and events.
         Inputs are taken while inactive too: the board mirror must not miss a change
-        while the node is paused. `board` and `log`
+        while the node is paused. All but the trigger
         belong to the helper node `<name>_inputs` and are taken in batches (ros/ticking.py
-        `Intake`: far less CPU at a 1 kHz board than one executor wake-up per message).
+        `Intake`: far less CPU at a 1 kHz board than one executor wake-up per message,
+        and each message's info, whose publisher and number the receipts name).
     Publishers (lifecycle: silent unless active):
         `~/frame` (ContextFrame, reliable + transient local + keep last 1),
         `~/evictions` (EvictionBatch, in ticks with evictions or readmissions),
@@ -208,15 +209,15 @@ class WorkingMemoryNode(LifecycleNode):
             self._intake.subscribe(ResyncAnswer, ANSWER_TOPIC, self._on_answer,
                                    qos.latched_qos(qos.ANSWERS_KEPT),
                                    qos.input_events(ANSWER_TOPIC, *events))
-        self._entities += [
-            self.create_subscription(OccupancyGrid, 'map', self._on_map, qos.map_qos(),
-                                     event_callbacks=qos.input_events('map', *events)),
-        ]
+        # Map and pose too: the intake hands every message its info (the EventsExecutor
+        # cannot), whose publisher and number the frame's receipts name (input_starts).
+        self._intake.subscribe(OccupancyGrid, 'map', self._on_map, qos.map_qos(),
+                               qos.input_events('map', *events))
         topic = pose_topic(config)
         if topic:
-            self._entities.append(self.create_subscription(
-                Odometry if topic == 'odom' else PoseStamped, topic, self._on_pose,
-                qos.pose_qos(), event_callbacks=qos.input_events(topic, *events)))
+            self._intake.subscribe(Odometry if topic == 'odom' else PoseStamped, topic,
+                                   self._on_pose, qos.pose_qos(),
+                                   qos.input_events(topic, *events))
         self._create_sources(events)
         if config.trigger_topic:
             try:
@@ -359,8 +360,9 @@ class WorkingMemoryNode(LifecycleNode):
         started = time.perf_counter()
         memory = self._memory
         config = memory.config
-        # What arrived before the tick's time is in its frame.
+        # What arrived before the tick's time is in its frame; writers' answers after it.
         self._intake.take(Intake.TICK_BUDGET_S)
+        memory.apply_answers()
         now = self._now()
         self._diagnostics.ticked(now)
         effective = memory.timebase.observe(now)
@@ -376,10 +378,13 @@ class WorkingMemoryNode(LifecycleNode):
         # A window goes out before the first frame that names it (map_windows: reference).
         if self._windows is not None:
             self._windows.publish(frame)
-        # The receipt per input topic lets an offline replay apply exactly what this tick saw.
+        # The receipt per input topic lets an offline replay apply exactly what this tick saw:
+        # how many, from where (input starts) and in which order.
+        starts = memory.input_starts()
         self._frame_pub.publish(self._output.frame_bytes(
             frame, config.map_frame, memory.receipts(), self._windows is None,
-            memory.resync.started, memory.resync.active, memory.resync.start_id))
+            memory.resync.started, memory.resync.active, memory.resync.start_id,
+            starts, memory.taken_order(starts)))
         # Retained for ~/assemble and ~/explain once it is out (no callback runs in between).
         memory.frames.publish(frame)
         if self._views is not None:
@@ -502,18 +507,16 @@ class WorkingMemoryNode(LifecycleNode):
         except ValueError as error:
             self._reject(topic, str(error))
 
-    def _on_map(self, msg: OccupancyGrid) -> None:
-        self._tick_if_due()
-        memory, _ = self._received('map')
+    def _on_map(self, msg: OccupancyGrid, info: dict) -> None:
+        memory, _ = self._received('map', info)
         try:
             memory.grid = conv.grid_from_msg(msg, memory.config.map_frame)
         except ValueError as error:
             self._reject('map', str(error))
 
-    def _on_pose(self, msg: Odometry | PoseStamped) -> None:
-        self._tick_if_due()
+    def _on_pose(self, msg: Odometry | PoseStamped, info: dict) -> None:
         topic = pose_topic(self._memory.config)
-        memory, _ = self._received(topic)
+        memory, _ = self._received(topic, info)
         try:
             memory.pose = conv.pose_from_msg(msg, memory.config.map_frame)
         except ValueError as error:

@@ -320,16 +320,23 @@ class FrameEncoder:
         # The last frame's (phase, input topics), its inputs_received segments around the
         # counts and their length (see _inputs_segments).
         self._inputs: tuple = (None, [b''], 0)
+        # The last frame's (phase, input starts) and their bytes (they change when a
+        # publisher is first heard).
+        self._starts: tuple = (None, b'')
 
     # -- frames ---------------------------------------------------------------
 
     def frame(self, frame: Frame, map_frame: str,
               inputs_received: Mapping[str, int] | None = None,
               inline_windows: bool = True, started: float = 0.0,
-              resyncing: bool = False, start_id: str = '') -> bytes:
+              resyncing: bool = False, start_id: str = '',
+              input_starts: tuple[tuple[str, bytes, int], ...] = (),
+              taken_order: tuple[tuple[int, int], ...] | None = None) -> bytes:
         """Return `frame` serialized as a ContextFrame (packs in cabin order).
 
-        `inputs_received` is {resolved input topic: messages received before the tick};
+        `inputs_received` is {resolved input topic: messages received before the tick},
+        `input_starts` (resolved topic, publisher gid, first sequence number) per publisher,
+        `taken_order` the runs (index into input_starts, count) since the last frame;
         without `inline_windows` each pack's nearby_map is empty and only its
         map_window_digest names the window (map windows by reference). `started` [s]
         `resyncing` and `start_id` are the node's (ContextFrame.started, ...).
@@ -367,6 +374,19 @@ class FrameEncoder:
         pad, start = -writer.offset % 4, self._string(start_id)
         writer.parts += (_ZEROS[:pad], start)
         writer.offset += pad + len(start)
+        key = (writer.offset % 8, input_starts)
+        if self._starts[0] != key:
+            self._starts = (key, self._starts_bytes(*key))
+        writer.parts.append(self._starts[1])
+        writer.offset += len(self._starts[1])
+        # taken_from and taken_count: uint32 sequences, aligned at 4 after the starts.
+        runs = taken_order or ()
+        pad = -writer.offset % 4
+        order = (_ZEROS[:pad] + _U32.pack(len(runs))
+                 + b''.join(_U32.pack(index) for index, _ in runs) + _U32.pack(len(runs))
+                 + b''.join(_U32.pack(count) for _, count in runs))
+        writer.parts.append(order)
+        writer.offset += len(order)
         # Keep what this frame used; what it no longer holds is not coming back.
         self._events = used_events
         if len(self._items) > 2 * items + 256:
@@ -394,6 +414,16 @@ class FrameEncoder:
             piece.string(self._string(topic))
             piece.time(8)
         return piece.segments(), piece.offset - phase
+
+    def _starts_bytes(self, phase: int, starts: tuple[tuple[str, bytes, int], ...]) -> bytes:
+        """Return input_starts' bytes (InputStart[]) starting at offset `phase` modulo 8."""
+        piece = _Segments(phase)
+        piece.count(len(starts))
+        for topic, publisher, first in starts:
+            piece.string(self._string(topic))
+            piece.put(_U32.pack(len(publisher)) + publisher, 4)
+            piece.put(_U64.pack(first), 8)
+        return b''.join(piece.parts)
 
     def _string(self, text: str) -> bytes:
         encoded = self._strings.get(text)

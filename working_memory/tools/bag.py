@@ -248,6 +248,60 @@ class BagWriter:
         self.close()
 
 
+# The recorder's side channel: who published each recorded message (msg/RecordedIds.msg).
+IDS_TYPE = 'working_memory/msg/RecordedIds'
+IDS_TOPIC_SUFFIX = '/_message_ids'   # hidden (a leading underscore): under the recorder's name
+
+
+@dataclass(frozen=True, slots=True)
+class IdBatch:
+    """The fields of one RecordedIds: a topic's messages from `first_index` on, in order."""
+
+    topic: str
+    first_index: int
+    publishers: tuple[str, ...]    # hex gids
+    publisher: tuple[int, ...]     # per message, an index into publishers
+    sequence: tuple[int, ...]      # per message, its publisher's number (0: none)
+
+
+def receive_stamp(now_ns: int, wall_ns: int, received_wall_ns: int | None,
+                  floor_ns: int) -> int:
+    """Return when a message taken at `now_ns` (the recorder's clock) arrived, on that clock [ns].
+
+    The middleware stamps its arrival on the wall clock (`received_wall_ns`, rclpy's
+    message info; None: unknown); it waited `wall_ns - received_wall_ns` to be taken. Never
+    before `floor_ns` (the topic's previous stamp: a topic's messages keep the order
+    written, which its message ids follow), never after `now_ns`.
+    """
+    waited = 0 if not received_wall_ns else max(0, wall_ns - received_wall_ns)
+    return min(now_ns, max(floor_ns, now_ns - waited))
+
+
+class MessageIds:
+    """Note each written message's publisher and number; hand them out in batches per topic."""
+
+    def __init__(self) -> None:
+        self._flushed: dict[str, int] = {}
+        self._pending: dict[str, list[tuple[bytes, int]]] = {}
+
+    def add(self, topic: str, publisher: bytes, sequence: int | None) -> None:
+        """Note the next message written on `topic`: its publisher's gid and number (None: 0)."""
+        self._pending.setdefault(topic, []).append((publisher, sequence or 0))
+
+    def flush(self) -> list[IdBatch]:
+        """Return a batch per topic of the messages noted since the last flush."""
+        batches = []
+        for topic, noted in self._pending.items():
+            index: dict[bytes, int] = {}
+            publisher = tuple(index.setdefault(gid, len(index)) for gid, _ in noted)
+            first = self._flushed.get(topic, 0)
+            batches.append(IdBatch(topic, first, tuple(gid.hex() for gid in index), publisher,
+                                   tuple(sequence for _, sequence in noted)))
+            self._flushed[topic] = first + len(noted)
+        self._pending = {}
+        return batches
+
+
 @dataclass(frozen=True, slots=True)
 class BagMessage:
     """One deserialized message: `stamp_ns` is the bag's receive time [ns]."""

@@ -5,7 +5,13 @@ QoS adapts to the publishers (reliable or transient local only when every
 publisher offers it). A topic not yet in the graph is looked for again every
 `discovery_period_s`. Subscriptions are raw: the CDR bytes go into the bag as
 received, with no deserialize/serialize round trip. The bag's metadata states
-the QoS each publisher actually offered. The bag itself is written by
+the QoS each publisher actually offered. Beside the messages, on its hidden topic
+`<recorder>/_message_ids` (RecordedIds, a few times a second), the bag holds who
+published each one: its publisher's gid and number from rclpy's message info, which
+a working-memory node's receipts name too (ContextFrame.input_starts), so a replay
+tells exactly which recorded messages a node took. The subscriptions are taken as the
+node takes its inputs (ros/ticking.py `Intake`, on the helper `<recorder>_inputs`):
+that hands every message its info in any executor. The bag itself is written by
 `working_memory.tools.bag.BagWriter` (ROS-free, reusable in-process).
 """
 
@@ -22,13 +28,17 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile,
                        ReliabilityPolicy)
+from rclpy.serialization import serialize_message
 from rclpy.utilities import remove_ros_args
 from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, QosReliability,
                                 QosTime)
 
+from working_memory.msg import RecordedIds
 from working_memory.ros.spin import run_node
+from working_memory.ros.ticking import Intake
 from working_memory.ros.usage import parse_node_options
-from working_memory.tools.bag import BagError, BagWriter, STORAGES, adapted_qos
+from working_memory.tools.bag import (BagError, BagWriter, IDS_TOPIC_SUFFIX, IDS_TYPE,
+                                      MessageIds, STORAGES, adapted_qos, receive_stamp)
 
 # Reader-side history: a recorder busy writing must not drop messages that already arrived.
 HISTORY_DEPTH = 1000
@@ -55,8 +65,10 @@ class RecorderNode(Node):
         each of `topics` (raw) once a publisher of it is in the graph: QoS reliable only
         when every publisher is reliable, transient local only when every one is
         (as `ros2 bag record`), keep last HISTORY_DEPTH.
-    The bag's receive stamps are this node's clock. Call `close()` (or destroy the
-    node) to finish the bag: only then is it readable.
+    Writes `~/_message_ids` (RecordedIds) into the bag: each recorded message's publisher
+    and number. The bag's receive stamps are this node's clock, at each message's arrival
+    (its message info's receive time, moved onto that clock). Call `close()` (or destroy
+    the node) to finish the bag: only then is it readable.
     """
 
     def __init__(self, **kwargs) -> None:
@@ -80,6 +92,10 @@ class RecorderNode(Node):
         self._subscribed: dict[str, tuple[str, QoSProfile]] = {}
         self._publishers_seen: dict[str, set[str]] = {}
         self._reported: set[str] = set()
+        self._ids = MessageIds()
+        self._stamps: dict[str, int] = {}   # the latest stamp per topic [ns]
+        self._ids_topic = self.get_fully_qualified_name() + IDS_TOPIC_SUFFIX
+        self._intake = RecorderIntake(self, lambda: self._intake.round(None))
         self._discover()
         self.create_timer(value['discovery_period_s'], self._discover,
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
@@ -109,6 +125,7 @@ class RecorderNode(Node):
         """Subscribe to wanted topics that appeared; note publishers that joined later."""
         if self._writer is None or self._writer.closed:
             return
+        self._write_ids()
         types = dict(self.get_topic_names_and_types())
         for topic in self._wanted:
             offers = self._offers(topic)
@@ -135,8 +152,9 @@ class RecorderNode(Node):
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=HISTORY_DEPTH,
                          reliability=ReliabilityPolicy[reliability.name],
                          durability=DurabilityPolicy[durability.name])
-        self.create_subscription(msg_class, topic,
-                                 lambda data: self._on_message(topic, msgtype, data), qos, raw=True)
+        self._intake.subscribe(
+            msg_class, topic, lambda data, info: self._on_message(topic, msgtype, data, info),
+            qos, None, raw=True)
         self._subscribed[topic] = (msgtype, qos)
         self._publishers_seen[topic] = set(offers)
         self.get_logger().info(f'subscribed to {topic} [{msgtype}]: {reliability.name.lower()}, '
@@ -155,15 +173,34 @@ class RecorderNode(Node):
                                           'reliable subscription was made: its messages are '
                                           'not recorded')
 
-    def _on_message(self, topic: str, msgtype: str, data: bytes) -> None:
+    def _on_message(self, topic: str, msgtype: str, data: bytes, info: dict) -> None:
+        # Stamped when it arrived, not when a round took it (up to a few ms later).
+        stamp = self._stamps[topic] = receive_stamp(
+            self.get_clock().now().nanoseconds, time.time_ns(), info.get('received_timestamp'),
+            self._stamps.get(topic, 0))
         try:
-            self._writer.write(topic, msgtype, data, self.get_clock().now().nanoseconds)
+            self._writer.write(topic, msgtype, data, stamp)
         except BagError as err:
             self.get_logger().error(f'{topic}: not recorded: {err}', throttle_duration_sec=5.0)
             return
+        gid = info.get('publisher_gid') or {}
+        self._ids.add(topic, bytes(gid.get('data', b'')), info.get('publication_sequence_number'))
         if topic not in self._reported:
             self._reported.add(topic)
             self.get_logger().info(f'first message on {topic} recorded')
+
+    def _write_ids(self) -> None:
+        """Write who published the messages recorded since the last call (RecordedIds)."""
+        stamp = self.get_clock().now().nanoseconds
+        for batch in self._ids.flush():
+            msg = RecordedIds(topic=batch.topic, first_index=batch.first_index,
+                              publishers=list(batch.publishers),
+                              publisher=list(batch.publisher), sequence=list(batch.sequence))
+            try:
+                self._writer.write(self._ids_topic, IDS_TYPE, serialize_message(msg), stamp)
+            except BagError as err:
+                self.get_logger().error(f'{self._ids_topic}: not recorded: {err}',
+                                        throttle_duration_sec=5.0)
 
     def _report_once(self, topic: str, message: str) -> None:
         if topic not in self._reported:
@@ -174,6 +211,7 @@ class RecorderNode(Node):
         """Finish the bag (index and metadata.yaml) and log what it holds; idempotent."""
         if self._writer is None or self._writer.closed:
             return
+        self._write_ids()
         self._writer.close()
         held = ', '.join(f'{count} on {topic}' for topic, count in self._writer.counts.items())
         missing = self.waiting_for
@@ -184,9 +222,18 @@ class RecorderNode(Node):
         logger.info(f'bag {self._writer.path} closed: {held}')
 
     def destroy_node(self) -> None:
-        """Finish the bag, then destroy the node."""
+        """Finish the bag, then destroy the helper node and the node."""
         self.close()
+        if getattr(self, '_intake', None) is not None:
+            self._intake.destroy()
+            self._intake = None
         super().destroy_node()
+
+
+class RecorderIntake(Intake):
+    """The node's intake with rounds every few milliseconds: the bag's stamps are a round's."""
+
+    IDLE_PERIOD_S = 0.005
 
 
 def message_class(msgtype: str):

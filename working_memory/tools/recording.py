@@ -19,7 +19,7 @@ from working_memory.core import gridmap
 from working_memory.core.items import aged_text, summary_text
 from working_memory.core.windows import WindowMismatch, checked_window
 from working_memory.tools.bag import (BagError, BagReader, DIAGNOSTICS_TYPE, EVICTION_BATCH_TYPE,
-                                      EVICTION_TYPE, FRAME_TYPE, full_typestore)
+                                      EVICTION_TYPE, FRAME_TYPE, IDS_TYPE, full_typestore)
 
 EVENT_TYPE = 'working_memory/msg/LogEvent'
 WINDOW_TYPE = 'working_memory/msg/MapWindow'
@@ -146,7 +146,10 @@ class FrameRecord:
     {input topic: messages received before the tick} (empty in bags made before it existed).
     `started` [s] is when the node that made it started from an empty memory, `start_id`
     that start's own id (a new one: a restarted node); `resyncing` whether it was still
-    re-reading the writers.
+    re-reading the writers. `input_starts` holds (input topic, publisher gid, first
+    sequence number) per publisher the node start had taken from (ContextFrame.input_starts),
+    `taken` the runs (index into them, count) in the order the node took its inputs since
+    the previous frame (ContextFrame.taken_from, taken_count).
     """
 
     tick: int
@@ -159,6 +162,8 @@ class FrameRecord:
     started: float = 0.0
     resyncing: bool = False
     start_id: str = ''
+    input_starts: tuple[tuple[str, bytes, int], ...] = ()
+    taken: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,7 +437,11 @@ def frame_record(msg, received: float, names: ConstantNames) -> FrameRecord:
     return FrameRecord(int(msg.tick), seconds(stamp), received, msg.digest, packs,
                        stamp.sec * 1_000_000_000 + stamp.nanosec, inputs,
                        0.0 if started is None else seconds(started),
-                       bool(getattr(msg, 'resyncing', False)), str(getattr(msg, 'start_id', '')))
+                       bool(getattr(msg, 'resyncing', False)), str(getattr(msg, 'start_id', '')),
+                       tuple((start.topic, bytes(start.publisher), int(start.first))
+                             for start in getattr(msg, 'input_starts', ())),
+                       tuple((int(index), int(count)) for index, count in zip(
+                           getattr(msg, 'taken_from', ()), getattr(msg, 'taken_count', ()))))
 
 
 def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:
@@ -524,6 +533,8 @@ class Run:
     `inputs` holds each input topic's messages (rosbags objects, bag order) with their
     bag time [ns]; `event_kinds` the LogEvent kind constants as the bag defines them;
     `undecodable` counts, per topic, messages rosbags could not decode (left out).
+    `message_ids` holds, per input topic whose every message the recorder identified, each
+    message's (publisher gid, sequence number), in the order of `inputs` (RecordedIds).
     """
 
     recording: Recording
@@ -535,6 +546,7 @@ class Run:
     undecodable: Mapping[str, int] = field(default_factory=dict)
     parameter_topics: tuple[str, ...] = ()
     custom_data: Mapping[str, str] = field(default_factory=dict)
+    message_ids: Mapping[str, tuple[tuple[bytes, int], ...]] = field(default_factory=dict)
 
 
 def load_run(path: str | Path, recording: Recording | None = None) -> Run:
@@ -548,24 +560,48 @@ def load_run(path: str | Path, recording: Recording | None = None) -> Run:
                               (t for t, typ in topics.items() if typ in INPUT_TYPES))
         decision_topics = [t for t, typ in topics.items() if typ == DECISION_TYPE]
         parameter_topics = [t for t, typ in topics.items() if typ == PARAMETER_EVENT_TYPE]
-        reader.register(input_topics + decision_topics + parameter_topics)
+        id_topics = [t for t, typ in topics.items() if typ == IDS_TYPE]
+        reader.register(input_topics + decision_topics + parameter_topics + id_topics)
         kinds = reader.constant_names(EVENT_TYPE)
         value_fields = _parameter_value_fields()
         inputs: dict[str, list] = {topic: [] for topic in input_topics}
-        decisions, parameters = [], []
-        for message in reader.messages(input_topics + decision_topics + parameter_topics,
-                                       skip_undecodable=True):
+        decisions, parameters, id_batches = [], [], []
+        for message in reader.messages(input_topics + decision_topics + parameter_topics
+                                       + id_topics, skip_undecodable=True):
             if message.topic in inputs:
                 inputs[message.topic].append((message.stamp_ns, message.msg))
+            elif message.msgtype == IDS_TYPE:
+                id_batches.append(message.msg)
             elif message.msgtype == DECISION_TYPE:
                 decisions.append(decision_record(message.msg, message.stamp_ns * 1e-9))
             else:
                 parameters.append(parameter_change(message.msg, value_fields))
         undecodable = dict(reader.undecodable)
         custom_data = reader.custom_data
+    ids = {topic: held for topic, held in message_ids(id_batches).items()
+           if topic in inputs and len(held) == len(inputs[topic])
+           and not undecodable.get(topic)}
     return Run(recording, {topic: tuple(messages) for topic, messages in inputs.items()},
                {topic: topics[topic] for topic in input_topics}, tuple(parameters),
-               tuple(decisions), kinds, undecodable, tuple(parameter_topics), custom_data)
+               tuple(decisions), kinds, undecodable, tuple(parameter_topics), custom_data, ids)
+
+
+def message_ids(batches) -> dict[str, tuple[tuple[bytes, int], ...]]:
+    """Return {topic: (publisher gid, sequence number) per message} from RecordedIds messages.
+
+    A topic whose batches leave a gap or overlap (a batch lost) is left out: its
+    identities could not be matched with its messages.
+    """
+    ids: dict[str, list[tuple[bytes, int]]] = {}
+    broken = set()
+    for batch in sorted(batches, key=lambda batch: (batch.topic, int(batch.first_index))):
+        held = ids.setdefault(batch.topic, [])
+        if int(batch.first_index) != len(held):
+            broken.add(batch.topic)
+        gids = [bytes.fromhex(gid) for gid in batch.publishers]
+        held += [(gids[int(index)], int(sequence))
+                 for index, sequence in zip(batch.publisher, batch.sequence)]
+    return {topic: tuple(held) for topic, held in ids.items() if topic not in broken}
 
 
 def decision_record(msg, received: float) -> DecisionRecord:

@@ -6,9 +6,20 @@ The replay applies exactly those recorded messages of each topic, in order,
 before each tick, at the recorded tick time, through the same input conversions
 (`ros/inputs.py`) and the same core (board mirror, event log, map, working set,
 assembler) the node used. An input that arrived between the recorder's copy and
-the tick is therefore no guess: the receipt says whether the tick saw it. Only
-the order within one topic matters (the board, the log and the map are
-independent), and that order is the publishers' own, which DDS keeps.
+the tick is therefore no guess: the receipt says whether the tick saw it.
+
+Which recorded messages a node took is exact too: every frame names, per input topic
+and publisher, the first message the node start took (`ContextFrame.input_starts`,
+the publisher's gid and number), and the recorder stores each message's publisher
+and number beside it (`RecordedIds`). So a node that started after the recorder, or
+again (a restart: discovery takes each publisher at its own time), is replayed from
+exactly where it began; its writers' answers to its resync are applied, as the node
+applies them, after the tick's live inputs and in the order it took them (the order
+it first heard their publishers: each writer answers a node start once). And the
+order: each publisher's messages keep their own (DDS keeps it), and the frame's runs
+(`ContextFrame.taken_from`, `taken_count`) say how the node interleaved several
+publishers' since the last frame (two writers of one key, two loggers whose events
+are numbered as they come). Where the bag cannot tell, the step's notes say so.
 
 The node's configuration comes from its parameter events in the bag
 (`/parameter_events`, recorded from before the node configured), else from a
@@ -23,6 +34,7 @@ Needs only numpy, PyYAML and rosbags (no ROS): the core is used directly.
 from __future__ import annotations
 
 import bisect
+import collections
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -51,6 +63,8 @@ from working_memory.tools.recording import FrameRecord, PackRecord, Run, describ
 FRAME_SUFFIX = '/frame'
 # Inputs a node gets the last of when it subscribes, however old (transient local).
 LATCHED_INPUTS = frozenset({'nav_msgs/msg/OccupancyGrid'})
+# Inputs that change nothing in the core (a trigger topic's ticks).
+INERT_INPUTS = frozenset({'std_msgs/msg/Empty'})
 DEFAULT_PARAMS = 'config/working_memory.yaml'
 
 
@@ -270,7 +284,18 @@ class Replay:
         # This node start's inputs (its own answers only) and where its receipts count from.
         self._inputs: dict[str, tuple] = dict(run.inputs)
         self._base: dict[str, int] = {topic: 0 for topic in run.inputs}
-        self._by_time: set[str] = set()   # topics applied by bag time (a restarted node's)
+        # Topics applied by bag time: a restarted node's, in a bag without message ids.
+        self._by_time: set[str] = set()
+        # Each taken message's publisher, per topic whose publishers the bag tells.
+        self._publishers: dict[str, tuple[bytes, ...]] = {}
+        self._answer_topics = {topic for topic, msgtype in run.input_types.items()
+                               if msgtype.endswith('/ResyncAnswer')}
+        # Per node start, per input topic, {publisher: first number taken} in the order taken.
+        self._starts: dict[str, dict[str, dict[bytes, int]]] = {}
+        for frame in run.recording.frames:
+            starts = self._starts.setdefault(frame.start_id, {})
+            for topic, publisher, first in frame.input_starts:
+                starts.setdefault(topic, {}).setdefault(publisher, first)
         # Per topic, ticks before whose frame the bag held a message the node took later.
         self.late: dict[str, int] = {}
         # Board keys whose entry came without a stamp (entry and header zero), and how many
@@ -310,11 +335,14 @@ class Replay:
                       restart: bool) -> tuple[WorkingSet, Assembler, Truth]:
         """Return the core of the node start of `first`; choose the inputs its receipts count.
 
-        A restarted node counts its receipts from 0, from wherever its subscriptions
-        began to take (some time after it started: discovery), which the bag cannot
-        tell; so its inputs are applied by bag time (approximate), but on
-        `resync/answer` by its receipts: the answers to its own start only
-        (`inputs.answers`: the node counts no other), exact.
+        A node start counts its receipts from 0, from wherever its subscriptions began
+        to take each publisher (discovery after a restart takes each at its own time):
+        its frames' input starts say where, the bag's message ids which messages those
+        are (`_taken`). A bag without message ids (or a frame without input starts)
+        cannot tell: then a restarted node's inputs are applied by bag time
+        (approximate, and its notes say so), but on `resync/answer` by its receipts:
+        the answers to its own start only (`inputs.answers`: the node counts no
+        other), exact.
         """
         config = self.config
         policy = (HalfLifeBlend(config.half_life_s) if config.eviction_policy == 'half_life'
@@ -332,16 +360,23 @@ class Replay:
         self._observe = _Observer(timebase)
         # Transitions and rates start over with the memory, as in the node.
         self._sources = Sources(self._specs.values())
-        answer_topics = [topic for topic, msgtype in self.run.input_types.items()
-                         if msgtype.endswith('/ResyncAnswer')]
+        exact = self._exact_topics(first.start_id)
         self._inputs = dict(self.run.inputs)
-        for topic in answer_topics:
+        self._publishers = {}
+        for topic in exact:
+            taken = self._taken(topic, first.start_id)
+            self._inputs[topic] = tuple(stamp_msg for stamp_msg, _ in taken)
+            self._publishers[topic] = tuple(publisher for _, publisher in taken)
+        for topic in self._answer_topics - exact:
             self._inputs[topic] = tuple(
                 (stamp, msg) for stamp, msg in self._inputs[topic]
                 if inputs.answers(msg, first.start_id))
         self._stamps = {}
         self._base = {topic: 0 for topic in self._inputs}
-        self._by_time = set() if not restart else set(self._inputs) - set(answer_topics)
+        self._by_time = set() if not restart else {
+            topic for topic in self._inputs
+            if topic not in exact | self._answer_topics
+            and self.run.input_types[topic] not in INERT_INPUTS}
         for topic in self._inputs:
             applied[topic] = 0
             if topic in self._by_time:
@@ -352,6 +387,39 @@ class Replay:
                 latched = self.run.input_types[topic] in LATCHED_INPUTS
                 applied[topic] = max(0, before - 1) if latched else before
         return working_set, assembler, truth
+
+    def _exact_topics(self, start_id: str) -> set[str]:
+        """Return the input topics whose messages this node start took the bag can tell.
+
+        Those with message ids in the bag, once the start's frames name input starts:
+        a topic with starts, or one it took nothing from (a middleware that numbers
+        nothing names no starts).
+        """
+        starts = self._starts.get(start_id, {})
+        if not starts:
+            return set()
+        last = max((frame for frame in self.run.recording.frames
+                    if frame.start_id == start_id), key=lambda frame: frame.tick)
+        return {topic for topic in self.run.message_ids
+                if topic in starts or not last.inputs.get(topic, 0)}
+
+    def _taken(self, topic: str, start_id: str) -> list[tuple[tuple, bytes]]:
+        """Return the recorded messages on `topic` that node start `start_id` took, in order.
+
+        Each publisher's from the first the node took on (its frames' input starts);
+        the answers to its resync in the order the node took them (the order it first
+        heard their writers, each answering a node start once; the receipts count no
+        other answer). Each is ((bag time, message), its publisher).
+        """
+        firsts = self._starts.get(start_id, {}).get(topic, {})
+        taken = [(stamp_msg, publisher, sequence) for stamp_msg, (publisher, sequence)
+                 in zip(self.run.inputs[topic], self.run.message_ids[topic])
+                 if publisher in firsts and sequence >= firsts[publisher]]
+        if topic in self._answer_topics:
+            order = {publisher: index for index, publisher in enumerate(firsts)}
+            taken = sorted((item for item in taken if inputs.answers(item[0][1], start_id)),
+                           key=lambda item: (order[item[1]], item[2]))
+        return [(stamp_msg, publisher) for stamp_msg, publisher, _ in taken]
 
     def _apply_inputs(self, truth: Truth, recorded: FrameRecord,
                       applied: dict[str, int]) -> Iterator[str]:
@@ -365,7 +433,7 @@ class Replay:
         frame_ns = recorded.received * 1e9
         pending = []
         for topic, messages in self._inputs.items():
-            stamps = self._stamps.setdefault(topic, [stamp for stamp, _ in messages])
+            stamps = self._stamps.setdefault(topic, sorted(stamp for stamp, _ in messages))
             by_time = bisect.bisect_right(stamps, frame_ns)
             receipts = bool(recorded.inputs) and topic not in self._by_time
             wanted = (self._base[topic] + recorded.inputs[topic] if receipts
@@ -383,13 +451,16 @@ class Replay:
                        f'{by_time} before this frame (missed by the recorder, or late to it)')
             elif wanted < by_time and receipts:
                 self.late[topic] = self.late.get(topic, 0) + 1
-            pending += [(stamp_ns, topic, msg)
-                        for stamp_ns, msg in messages[applied[topic]:wanted]]
+            publishers = self._publishers.get(topic)
+            pending += [(stamp_ns, topic, msg,
+                         None if publishers is None else publishers[index])
+                        for index, (stamp_ns, msg) in enumerate(
+                            messages[applied[topic]:wanted], applied[topic])]
             applied[topic] = max(applied[topic], wanted)
-        # In the bag's order across topics: several (typed-topic sources, the board) may
-        # write one key or append to the log, whose numbering follows arrival.
-        pending.sort(key=lambda taken: taken[0])
-        for stamp_ns, topic, msg in pending:
+        pending, unordered = self._as_taken(pending, recorded)
+        if unordered:
+            yield unordered
+        for stamp_ns, topic, msg, _ in pending:
             self._observe.receipt(msg, recorded.stamp_ns * 1e-9)
             self._apply(truth, topic, msg, stamp_ns * 1e-9)
             self._note_stamps(topic, msg)
@@ -404,6 +475,57 @@ class Replay:
             yield ('a restarted node: its inputs applied by bag time (approximate: where its '
                    'subscriptions began to take is not in the bag), its answers by receipt')
         yield from self._unstamped_notes()
+
+    def _as_taken(self, pending: list[tuple], recorded: FrameRecord) -> tuple[list[tuple], str]:
+        """Return the tick's messages in the order the node took them, and a note if unsure.
+
+        Several publishers (on one topic or several: typed-topic sources and the board may
+        write one key, the log numbers events as they come) are interleaved as the
+        frame's runs say; each publisher's own messages keep their order. The writers'
+        answers go last, in the order taken: the node applies them after the tick's live
+        inputs (ros/memory.py apply_answers). Where the runs do not say it (a bag without
+        message ids, a frame of a node that reports no order, or one that lost it), the
+        bag's receive order stands in, and the note says so.
+        """
+        pending.sort(key=lambda taken: taken[0])
+        answers, inert, live = [], [], []
+        for taken in pending:
+            topic = taken[1]
+            (answers if topic in self._answer_topics else
+             inert if self.run.input_types[topic] in INERT_INPUTS else live).append(taken)
+        publishers = {taken[3] for taken in live}
+        if len(publishers) < 2:
+            return live + inert + answers, ''
+        queues: dict[bytes, collections.deque] = {}
+        for taken in live:
+            queues.setdefault(taken[3], collections.deque()).append(taken)
+        runs = self._runs(recorded)
+        counts = collections.Counter()
+        for publisher, count in runs or ():
+            counts[publisher] += count
+        if runs is None or None in queues or counts != {p: len(q) for p, q in queues.items()}:
+            note = '' if not recorded.input_starts else (
+                f'{len(live)} messages of {len(publishers)} publishers taken since the last '
+                "frame: the order the node took them in is not in the frame's receipt (or not "
+                "for these messages); the bag's receive order stands in")
+            return live + inert + answers, note
+        ordered = [queues[publisher].popleft() for publisher, count in runs
+                   for _ in range(count)]
+        return ordered + inert + answers, ''
+
+    def _runs(self, recorded: FrameRecord) -> list[tuple[bytes, int]] | None:
+        """Return the frame's runs (publisher, count) on the topics the replay tells apart.
+
+        None when a run names no input start (a damaged receipt).
+        """
+        starts, runs = recorded.input_starts, []
+        for index, count in recorded.taken:
+            if index >= len(starts):
+                return None
+            topic, publisher, _ = starts[index]
+            if topic in self._publishers and topic not in self._answer_topics:
+                runs.append((publisher, count))
+        return runs
 
     def _note_stamps(self, topic: str, msg) -> None:
         """Note what of `msg` the node stamped on receipt (its stamps are zero)."""
@@ -615,7 +737,8 @@ def pack_differences(step: Step) -> list[str]:
                  f'missing differ: {sorted(missing)}' if missing else '',
                  f'summaries differ: {sorted(counted)}' if counted else '']
         lines.append(f'{cabin}: ' + ('; '.join(p for p in parts if p) or
-                                     'same keys and values (stamps, importance or map differ)'))
+                                     'same keys and values (stamps, importance, the map or '
+                                     "the events' numbers, which follow their arrival, differ)"))
     return lines
 
 
