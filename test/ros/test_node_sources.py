@@ -15,6 +15,7 @@ from nav_msgs.msg import Odometry, Path as PathMsg
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import BatteryState
 
 from working_memory.msg import LogEvent
@@ -147,6 +148,21 @@ def test_a_non_finite_pose_is_rejected_and_counted_on_diagnostics(start_memory, 
     pubs['amcl'].publish(amcl(math.nan, now))
     status = probe.status('sources', lambda s: probe.values(s)['amcl.rejected'] == '1')
     assert 'not a finite number' in probe.values(status)['amcl.last_rejection']
+    pubs['amcl'].publish(amcl(3.0, now))
+    frame = probe.wait_frame(lambda f: 'pose' in pack_items(f, 'planner'))
+    assert pack_items(frame, 'planner')['pose']['x'] == 3.0
+
+
+def test_bytes_that_do_not_decode_are_rejected_and_counted_and_the_next_message_taken(
+        start_memory, tmp_path):
+    node, probe = start_memory({'sources_file': relative_nav2(tmp_path)})
+    pubs = publishers(probe)
+    probe.wait_matched(pubs['amcl'])
+    now = node.get_clock().now().nanoseconds * 1e-9
+    pubs['amcl'].publish(serialize_message(amcl(1.0, now))[:40])   # cut short on the wire
+    status = probe.status('sources', lambda s: probe.values(s)['amcl.rejected'] == '1')
+    assert 'geometry_msgs/msg/PoseWithCovarianceStamped message rosbags cannot decode' in \
+        probe.values(status)['amcl.last_rejection']
     pubs['amcl'].publish(amcl(3.0, now))
     frame = probe.wait_frame(lambda f: 'pose' in pack_items(f, 'planner'))
     assert pack_items(frame, 'planner')['pose']['x'] == 3.0

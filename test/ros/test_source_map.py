@@ -13,6 +13,7 @@ from action_msgs.msg import GoalStatus, GoalStatusArray
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Path as PathMsg
+from rclpy.serialization import deserialize_message, serialize_message
 from rosidl_runtime_py.convert import message_to_ordereddict
 from sensor_msgs.msg import BatteryState
 
@@ -21,11 +22,18 @@ from working_memory.ros.memory import build_memory
 from working_memory.ros.source_map import (SourceError, SourceMap, Sources, load_sources,
                                            parse_sources, sources_status)
 from working_memory.ros.sources import describe
+from working_memory.ros.typestore import installed_typestore
 from working_memory.sim.conversions import odometry_msg
 from working_memory.tools.replay import Settings, parameters_in_file
 
 SHIPPED = Path(__file__).resolve().parents[2] / 'config' / 'sources'
 NAV2 = SHIPPED / 'nav2.yaml'
+
+
+def as_node_decodes(msg):
+    """Return `msg` as the node takes a source's message: its CDR bytes decoded by rosbags."""
+    name = f'{type(msg).__module__.split(".")[0]}/msg/{type(msg).__name__}'
+    return installed_typestore([name]).deserialize_cdr(serialize_message(msg), name)
 
 
 def nav2() -> dict:
@@ -66,8 +74,8 @@ def test_amcl_pose_becomes_the_pose_entry_with_yaw_from_the_quaternion():
     assert not conversion.errors
 
 
-@pytest.mark.parametrize('as_given', [lambda msg: msg, message_to_ordereddict])
-def test_a_message_and_its_plain_dict_form_convert_alike(as_given):
+@pytest.mark.parametrize('as_given', [lambda msg: msg, message_to_ordereddict, as_node_decodes])
+def test_a_message_its_plain_dict_form_and_its_decoded_bytes_convert_alike(as_given):
     plan = PathMsg()
     plan.header.frame_id = 'map'
     plan.poses = [PoseStamped() for _ in range(500)]
@@ -225,3 +233,20 @@ def test_the_bench_robots_messages_convert_whole_under_the_bench_sources(tmp_pat
     # Diagnostics all OK: no event; the goal executing: one ACTION.
     assert outputs == {'amcl': ['pose'], 'plan': ['route'], 'battery': ['battery'],
                        'diagnostics': [], 'navigate': ['ACTION'], 'odometry': ['odometry']}
+
+
+def test_the_node_decodes_each_bench_message_to_what_rclpy_takes_it_as(tmp_path):
+    from working_memory.bench.ros_bench import write_sources
+    from working_memory.bench.sources import robot_message, source_maps
+    path = write_sources(tmp_path / 'sources.yaml')
+    for name in source_maps(path):
+        msg = robot_message(name, 100.0, 3)
+        taken = deserialize_message(serialize_message(msg), type(msg))
+        given, decoded = (source_maps(path)[name].convert(form, 100.0)
+                          for form in (taken, as_node_decodes(msg)))
+        assert decoded == given and not decoded.errors, name
+
+
+def test_a_type_without_an_installed_definition_is_named():
+    with pytest.raises(LookupError, match="'nav_msgs/msg/Nowhere'"):
+        installed_typestore(['nav_msgs/msg/Nowhere'])

@@ -263,7 +263,7 @@ class WorkingMemoryNode(LifecycleNode):
     def _create_sources(self, events: tuple) -> None:
         """Subscribe to the typed-topic sources (sources_file), each with its own type."""
         specs = [source.spec for source in self._memory.sources.maps.values()]
-        subscribe_sources(self._intake, self, specs, self._on_source,
+        subscribe_sources(self._intake, self, specs, self._on_source, self._on_undecodable,
                           lambda topic: qos.input_events(topic, *events))
 
     def _release(self) -> None:
@@ -506,6 +506,11 @@ class WorkingMemoryNode(LifecycleNode):
             memory.take_source(conversion)
         except ValueError as error:
             self._reject(topic, str(error))
+
+    def _on_undecodable(self, topic: str, error: str, info: dict) -> None:
+        memory, _ = self._received(topic, info)
+        memory.sources.reject(topic, error)
+        self._reject(topic, error)
 
     def _on_map(self, msg: OccupancyGrid, info: dict) -> None:
         memory, _ = self._received('map', info)

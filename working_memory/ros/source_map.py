@@ -820,6 +820,13 @@ class Sources:
             counts.taken += 1
         return conversion
 
+    def reject(self, topic: str, reason: str) -> None:
+        """Count a message on `topic` rejected before conversion (bytes that do not decode)."""
+        counts = self.counts[topic]
+        counts.received += 1
+        counts.rejected += 1
+        counts.last_rejection = reason
+
 
 @dataclass
 class SourceCounts:

@@ -15,13 +15,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from rosbags.interfaces import (MessageDefinitionFormat, Nodetype, Qos, QosDurability,
+from rosbags.interfaces import (MessageDefinitionFormat, Qos, QosDurability,
                                 QosHistory, QosLiveliness, QosReliability, QosTime)
 from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer, WriterError
 from rosbags.serde import SerdeError
 from rosbags.typesys import (Stores, TypesysError, get_types_from_idl, get_types_from_msg,
                              get_typestore)
 from rosbags.typesys.store import Typestore
+
+from working_memory.ros.typestore import register_installed
 
 PACKAGE = 'working_memory'
 FRAME_TYPE = 'working_memory/msg/ContextFrame'
@@ -104,34 +106,9 @@ def register_from_share(store: Typestore, msgtype: str) -> None:
     BagError when a definition cannot be found (the ament index needs ROS installed).
     """
     try:
-        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-    except ImportError:
-        raise BagError(f'unknown message type {msgtype!r} (no ROS installed to look it up)') \
-            from None
-    todo = [msgtype]
-    while todo:
-        name = todo.pop()
-        if name in store.fielddefs:
-            continue
-        package, kind, leaf = name.split('/') if name.count('/') == 2 else (name, '', '')
-        try:
-            path = Path(get_package_share_directory(package)) / kind / f'{leaf}.msg'
-            store.register(get_types_from_msg(path.read_text(), name))
-        except (PackageNotFoundError, OSError, ValueError, TypesysError) as err:
-            raise BagError(f'no definition of message type {name!r}: {err}') from None
-        todo += [used for used in _used_types(store.fielddefs[name][1])
-                 if used not in store.fielddefs]
-
-
-def _used_types(fields) -> list[str]:
-    """Return the message type names that a rosbags field list refers to."""
-    used = []
-    for _, desc in fields:
-        while desc[0] in (Nodetype.ARRAY, Nodetype.SEQUENCE):
-            desc = desc[1][0]
-        if desc[0] == Nodetype.NAME:
-            used.append(desc[1])
-    return used
+        register_installed(store, msgtype)
+    except LookupError as err:
+        raise BagError(str(err)) from None
 
 
 def adapted_qos(offers: Sequence[Qos]) -> tuple[QosReliability, QosDurability]:
