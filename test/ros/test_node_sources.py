@@ -19,6 +19,7 @@ from rclpy.serialization import serialize_message
 from sensor_msgs.msg import BatteryState
 
 from working_memory.msg import LogEvent
+from working_memory.ros import sources as sources_module
 from working_memory.sim.conversions import odometry_msg
 from working_memory.tools.recorder_node import RecorderNode
 from working_memory.tools.recording import load_run
@@ -164,6 +165,22 @@ def test_bytes_that_do_not_decode_are_rejected_and_counted_and_the_next_message_
     assert 'geometry_msgs/msg/PoseWithCovarianceStamped message rosbags cannot decode' in \
         probe.values(status)['amcl.last_rejection']
     pubs['amcl'].publish(amcl(3.0, now))
+    frame = probe.wait_frame(lambda f: 'pose' in pack_items(f, 'planner'))
+    assert pack_items(frame, 'planner')['pose']['x'] == 3.0
+
+
+def test_a_type_without_an_installed_definition_is_taken_as_rclpy_messages(
+        start_memory, tmp_path, monkeypatch):
+    def not_installed(store, type_name):
+        raise LookupError(f'no definition of message type {type_name!r}')
+    monkeypatch.setattr(sources_module, 'register_installed', not_installed)
+    node, probe = start_memory({'sources_file': relative_nav2(tmp_path)})
+    amcl_subscription, = [subscription for subscription, _ in node._intake._taken
+                          if subscription.topic_name.endswith('/amcl_pose')]
+    assert not amcl_subscription.raw
+    pubs = publishers(probe)
+    probe.wait_matched(pubs['amcl'])
+    pubs['amcl'].publish(amcl(3.0, node.get_clock().now().nanoseconds * 1e-9))
     frame = probe.wait_frame(lambda f: 'pose' in pack_items(f, 'planner'))
     assert pack_items(frame, 'planner')['pose']['x'] == 3.0
 

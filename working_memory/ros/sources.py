@@ -111,14 +111,16 @@ def subscribe_sources(intake: Intake, node: LifecycleNode, specs: Iterable[Sourc
     `on_undecodable(topic, error, info)`. `event_callbacks(topic)` gives a topic's QoS
     event callbacks.
     """
-    specs = list(specs)
     store = get_typestore(Stores.EMPTY)
+    decodable: dict[str, bool] = {}
     for spec in specs:
-        try:
-            register_installed(store, spec.type)
-        except LookupError:
-            pass   # taken as rclpy messages
-        raw = spec.type in store.fielddefs
+        if spec.type not in decodable:
+            try:
+                register_installed(store, spec.type)
+                decodable[spec.type] = True
+            except LookupError:
+                decodable[spec.type] = False   # taken as rclpy messages
+        raw = decodable[spec.type]
         try:
             intake.subscribe(message_type(spec.type), spec.topic,
                              _decoding(store, spec, on_message, on_undecodable) if raw else
