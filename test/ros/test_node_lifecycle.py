@@ -1,5 +1,7 @@
 """Lifecycle transitions, parameter validation and the inactive state of the memory node."""
 
+import gc
+
 import pytest
 from lifecycle_msgs.msg import State
 from rclpy.lifecycle import TransitionCallbackReturn
@@ -153,3 +155,15 @@ def test_ros2_node_info_shows_the_inputs_on_the_nodes_named_helper(start_memory,
     names = {name for name, space in probe.node.get_node_names_and_namespaces()
              if space == namespace}
     assert names == {'working_memory', 'working_memory_inputs', 'wm_probe'}, names
+
+
+def test_cleanup_unfreezes_what_the_collector_froze(start_memory):
+    node, _ = start_memory()
+    gc.freeze()   # as the node's process does after a full collection (ros/collector.py)
+    try:
+        assert gc.get_freeze_count() > 0
+        assert node.trigger_deactivate() == SUCCESS
+        assert node.trigger_cleanup() == SUCCESS
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()

@@ -31,7 +31,7 @@ from working_memory.core.explain import explain
 from working_memory.core.frames import Frame
 from working_memory.msg import (BoardUpdate, ContextFrame, EvictionBatch, LogEvent, Resync,
                                 ResyncAnswer)
-from working_memory.ros import conversions as conv
+from working_memory.ros import collector, conversions as conv
 from working_memory.ros import qos
 from working_memory.ros.diagnostics import Status, lifecycle_status
 from working_memory.ros.diagnostics_topic import DiagnosticsTopic
@@ -293,6 +293,7 @@ class WorkingMemoryNode(LifecycleNode):
             self._windows = None
         self._memory = None
         self._output = None
+        collector.unfreeze()   # what the configured node held may be collected now
 
     def _destroy(self, entity: Subscription | Service) -> None:
         """Destroy through the node, which also drops a subscription's QoS event handlers."""
@@ -594,6 +595,7 @@ def main(args: list[str] | None = None) -> int:
             node.trigger_configure() == TransitionCallbackReturn.SUCCESS
             and node.trigger_activate() == TransitionCallbackReturn.SUCCESS)
 
+    collector.freeze_after_full_collections()
     return run_node(WorkingMemoryNode, args, start=autostart,
                     make_executor=lambda: make_executor(kind=options.executor),
                     finished=lambda node: node.finalized)
