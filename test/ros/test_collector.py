@@ -17,26 +17,23 @@ def restored_collector():
 
 def test_a_full_collection_freezes_its_survivors_and_unfreeze_releases_them(restored_collector):
     gc.unfreeze()
+    collector.unfreeze()
     collector.freeze_after_full_collections()
     collector.freeze_after_full_collections()
     assert gc.callbacks.count(collector._freeze) == 1
     gc.collect(1)
     assert gc.get_freeze_count() == 0, 'only a full collection freezes'
-    survivor = [object()]
     gc.collect()
-    assert gc.get_freeze_count() > 0
-    assert survivor not in gc.get_objects(generation=2), 'frozen: no collection walks it'
+    frozen = gc.get_freeze_count()
+    assert frozen > 0
+    gc.collect()   # walks only what came since: the frozen stay frozen
+    assert gc.get_freeze_count() >= frozen
     collector.unfreeze()
     assert gc.get_freeze_count() == 0
 
 
-def test_a_cycle_made_after_the_freeze_is_still_collected(restored_collector):
-    collector.freeze_after_full_collections()
-    gc.collect()
-
-    class Node:
-        pass
-    first, second = Node(), Node()
-    first.other, second.other = second, first
-    del first, second
-    assert gc.collect() >= 2
+def test_unfreeze_leaves_a_process_that_does_not_freeze_after_collections_alone(
+        restored_collector):
+    gc.freeze()   # the embedding process's own freeze
+    collector.unfreeze()
+    assert gc.get_freeze_count() > 0

@@ -8,6 +8,7 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 
 from working_memory.msg import MissingItem
+from working_memory.ros import collector
 
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
@@ -159,11 +160,13 @@ def test_ros2_node_info_shows_the_inputs_on_the_nodes_named_helper(start_memory,
 
 def test_cleanup_unfreezes_what_the_collector_froze(start_memory):
     node, _ = start_memory()
-    gc.freeze()   # as the node's process does after a full collection (ros/collector.py)
+    collector.freeze_after_full_collections()   # as the node's process does
+    gc.collect()
     try:
         assert gc.get_freeze_count() > 0
         assert node.trigger_deactivate() == SUCCESS
         assert node.trigger_cleanup() == SUCCESS
         assert gc.get_freeze_count() == 0
     finally:
+        gc.callbacks.remove(collector._freeze)
         gc.unfreeze()

@@ -19,7 +19,7 @@ from rclpy.serialization import serialize_message
 from sensor_msgs.msg import BatteryState
 
 from working_memory.msg import LogEvent
-from working_memory.ros import sources as sources_module
+from working_memory.ros import typestore
 from working_memory.sim.conversions import odometry_msg
 from working_memory.tools.recorder_node import RecorderNode
 from working_memory.tools.recording import load_run
@@ -171,9 +171,7 @@ def test_bytes_that_do_not_decode_are_rejected_and_counted_and_the_next_message_
 
 def test_a_type_without_an_installed_definition_is_taken_as_rclpy_messages(
         start_memory, tmp_path, monkeypatch):
-    def not_installed(store, type_name):
-        raise LookupError(f'no definition of message type {type_name!r}')
-    monkeypatch.setattr(sources_module, 'register_installed', not_installed)
+    monkeypatch.setattr(typestore, 'register_decodable', lambda store, type_name: False)
     node, probe = start_memory({'sources_file': relative_nav2(tmp_path)})
     amcl_subscription, = [subscription for subscription, _ in node._intake._taken
                           if subscription.topic_name.endswith('/amcl_pose')]

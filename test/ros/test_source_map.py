@@ -22,7 +22,7 @@ from working_memory.ros.memory import build_memory
 from working_memory.ros.source_map import (SourceError, SourceMap, Sources, load_sources,
                                            parse_sources, sources_status)
 from working_memory.ros.sources import describe
-from working_memory.ros.typestore import installed_typestore
+from working_memory.ros.typestore import installed_typestore, register_decodable
 from working_memory.sim.conversions import odometry_msg
 from working_memory.tools.replay import Settings, parameters_in_file
 
@@ -250,3 +250,40 @@ def test_the_node_decodes_each_bench_message_to_what_rclpy_takes_it_as(tmp_path)
 def test_a_type_without_an_installed_definition_is_named():
     with pytest.raises(LookupError, match="'nav_msgs/msg/Nowhere'"):
         installed_typestore(['nav_msgs/msg/Nowhere'])
+
+
+def test_whole_messages_and_byte_fields_read_alike_from_rclpy_and_from_decoded_bytes():
+    source = {'topic': 'battery', 'type': 'sensor_msgs/msg/BatteryState',
+              'board': [{'key': 'battery'}]}   # no value: the whole message
+    diagnostics = {'topic': 'diag', 'type': 'diagnostic_msgs/msg/DiagnosticStatus',
+                   'board': [{'key': 'diag', 'value': {'level': 'level'}}]}
+    (battery,), (diag,) = (parse_sources({'sources': {'s': spec}}, describe)
+                           for spec in (source, diagnostics))
+    messages = (BatteryState(percentage=0.5, cell_voltage=[3.5, 3.25], location='left'),
+                DiagnosticStatus(name='d', level=b'\xff'))
+    for spec, msg in zip((battery, diag), messages):
+        taken = deserialize_message(serialize_message(msg), type(msg))
+        given, decoded = (SourceMap(spec).convert(form, 1.0)
+                          for form in (taken, as_node_decodes(msg)))
+        assert decoded == given and not decoded.errors, spec.name
+    (entry,) = SourceMap(battery).convert(as_node_decodes(messages[0]), 1.0).entries
+    assert '__msgtype__' not in entry.value and 'POWER_SUPPLY_STATUS_FULL' not in entry.value
+    assert entry.value['cell_voltage'] == [3.5, 3.25]
+    assert SourceMap(diag).convert(as_node_decodes(messages[1]), 1.0).entries[0].value == {
+        'level': 255}
+
+
+def test_a_type_whose_definitions_are_not_all_installed_registers_nothing(tmp_path, monkeypatch):
+    share = tmp_path / 'share'
+    (share / 'ament_index' / 'resource_index' / 'packages').mkdir(parents=True)
+    (share / 'ament_index' / 'resource_index' / 'packages' / 'fake_msgs').write_text('')
+    (share / 'fake_msgs' / 'msg').mkdir(parents=True)
+    for name, text in {'Outer': 'fake_msgs/Inner inner\n', 'Inner': 'fake_msgs/Gone gone\n',
+                       'Leaf': 'int32 x\n'}.items():
+        (share / 'fake_msgs' / 'msg' / f'{name}.msg').write_text(text)
+    monkeypatch.setenv('AMENT_PREFIX_PATH', str(tmp_path))
+    store = installed_typestore(())
+    assert not register_decodable(store, 'fake_msgs/msg/Outer')
+    assert not {'fake_msgs/msg/Outer', 'fake_msgs/msg/Inner'} & set(store.fielddefs)
+    assert not register_decodable(store, 'fake_msgs/msg/Inner')
+    assert register_decodable(store, 'fake_msgs/msg/Leaf')

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import array
 import collections
+import dataclasses
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -115,8 +117,20 @@ def _field_names(msg: Any) -> Iterable[str] | None:
     fields = getattr(msg, 'get_fields_and_field_types', None)
     if fields is not None:
         return fields().keys()
-    dataclass_fields = getattr(msg, '__dataclass_fields__', None)
-    return None if dataclass_fields is None else dataclass_fields.keys()
+    if getattr(msg, '__msgtype__', None) is None:
+        return None
+    return _rosbags_fields(type(msg))
+
+
+@functools.lru_cache(maxsize=None)
+def _rosbags_fields(cls: type) -> tuple[str, ...]:
+    """Return a rosbags message class's fields: its dataclass fields but the class variables.
+
+    rosbags declares the constants and `__msgtype__` as `ClassVar` annotations in text,
+    which `dataclasses.fields` lists as fields.
+    """
+    return tuple(item.name for item in dataclasses.fields(cls)
+                 if not str(item.type).startswith(('ClassVar', 'typing.ClassVar')))
 
 
 def number(value: Any, where: str) -> float:

@@ -15,13 +15,10 @@ from typing import Any, Callable, Iterable
 from rclpy.exceptions import InvalidTopicNameException
 from rclpy.lifecycle import LifecycleNode
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rosbags.typesys import Stores, get_typestore
-from rosbags.typesys.store import Typestore
 
 from working_memory.core.checks import did_you_mean
 from working_memory.ros.source_map import FieldType, SourceSpec, TypeInfo
 from working_memory.ros.ticking import Intake
-from working_memory.ros.typestore import register_installed
 
 _SEQUENCE = re.compile(r'sequence<(.+?)(?:, ?\d+)?>')
 _ARRAY = re.compile(r'(.+)\[\d*\]')
@@ -111,16 +108,17 @@ def subscribe_sources(intake: Intake, node: LifecycleNode, specs: Iterable[Sourc
     `on_undecodable(topic, error, info)`. `event_callbacks(topic)` gives a topic's QoS
     event callbacks.
     """
-    store = get_typestore(Stores.EMPTY)
+    try:
+        # Imported here: a node without sources runs where rosbags is missing.
+        from working_memory.ros.typestore import installed_typestore, register_decodable
+        store = installed_typestore(())
+    except ImportError:
+        store = None   # every source taken as an rclpy message
     decodable: dict[str, bool] = {}
     for spec in specs:
-        if spec.type not in decodable:
-            try:
-                register_installed(store, spec.type)
-                decodable[spec.type] = True
-            except LookupError:
-                decodable[spec.type] = False   # taken as rclpy messages
-        raw = decodable[spec.type]
+        if store is not None and spec.type not in decodable:
+            decodable[spec.type] = register_decodable(store, spec.type)
+        raw = decodable.get(spec.type, False)
         try:
             intake.subscribe(message_type(spec.type), spec.topic,
                              _decoding(store, spec, on_message, on_undecodable) if raw else
@@ -131,15 +129,16 @@ def subscribe_sources(intake: Intake, node: LifecycleNode, specs: Iterable[Sourc
             raise ValueError(f'sources.{spec.name}.topic: {error}') from None
 
 
-def _decoding(store: Typestore, spec: SourceSpec, on_message: Callable[[str, Any, dict], None],
+def _decoding(store: Any, spec: SourceSpec, on_message: Callable[[str, Any, dict], None],
               on_undecodable: Callable[[str, str, dict], None]) -> Callable[[bytes, dict], None]:
     """Return the raw subscription callback of `spec`: its bytes decoded by `store`."""
+    from rosbags.serde import SerdeError
     topic, type_name = spec.topic, spec.type
 
     def callback(data: bytes, info: dict) -> None:
         try:
             msg = store.deserialize_cdr(data, type_name)
-        except Exception as error:   # rosbags raises several kinds on malformed CDR
+        except (SerdeError, UnicodeDecodeError) as error:
             on_undecodable(topic, f'a {type_name} message rosbags cannot decode '
                                   f'({len(data)} bytes): {error}', info)
             return

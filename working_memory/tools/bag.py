@@ -23,7 +23,7 @@ from rosbags.typesys import (Stores, TypesysError, get_types_from_idl, get_types
                              get_typestore)
 from rosbags.typesys.store import Typestore
 
-from working_memory.ros.typestore import register_installed
+from working_memory.ros.typestore import register_installed, unsigned_bytes
 
 PACKAGE = 'working_memory'
 FRAME_TYPE = 'working_memory/msg/ContextFrame'
@@ -375,7 +375,7 @@ class BagReader:
                 types = get_types_from_msg(connection.msgdef.data, connection.msgtype)
             else:  # bags of older ROS distributions carry no definitions
                 types = dict(full_typestore().fielddefs)
-            self._typestore.register(types)
+            self._typestore.register(unsigned_bytes(types))
         except (TypesysError, BagError) as err:
             raise BagError(f'{self.path}: cannot decode topic {connection.topic} '
                            f'({connection.msgtype}): {err}') from None
