@@ -27,6 +27,8 @@ else:
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAUNCH_DIR = ROOT / 'launch'
 WAIT_S = 30.0  # bounds a hung launch, never a timing assertion
+# A read-only request not answered after this long [s] is sent again (a dropped reply).
+RESEND_S = 2.0
 
 
 @pytest.fixture(scope='module')
@@ -77,6 +79,8 @@ def processes():
 class Probe:
     """A node beside the launched ones: subscribes, calls services, waits with a bound."""
 
+    RESEND_S = RESEND_S
+
     def __init__(self):
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
@@ -105,20 +109,33 @@ class Probe:
         self.node.create_subscription(msg_type, topic, received.append, qos)
         return received
 
-    def call(self, srv_type, name, request):
-        """Call service `name` once it is available; return the response."""
+    def call(self, srv_type, name, request, resend_s=None):
+        """Call service `name` once it is available; return the response.
+
+        `service_is_ready` sees the request's way only: a reply sent before the client's
+        reply reader is matched is dropped (Fast DDS: "failed to send response"). A
+        request that only reads may be sent again every `resend_s` [s] until one is answered.
+        """
         client = self.node.create_client(srv_type, name)
         self.wait_for(client.service_is_ready, f'service {name}')
-        future = client.call_async(request)
-        self.wait_for(future.done, f'an answer from {name}')
+        futures = [client.call_async(request)]
+        sent = time.monotonic()
+
+        def answered():
+            nonlocal sent
+            if resend_s is not None and time.monotonic() - sent > resend_s:
+                futures.append(client.call_async(request))
+                sent = time.monotonic()
+            return any(future.done() for future in futures)
+        self.wait_for(answered, f'an answer from {name}')
         self.node.destroy_client(client)
-        return future.result()
+        return next(future for future in futures if future.done()).result()
 
     def state(self, node_name):
         """Return the lifecycle state label of `node_name` (fully qualified)."""
         from lifecycle_msgs.srv import GetState
-        return self.call(GetState, f'{node_name}/get_state',
-                         GetState.Request()).current_state.label
+        return self.call(GetState, f'{node_name}/get_state', GetState.Request(),
+                         resend_s=RESEND_S).current_state.label
 
     def wait_for_state(self, node_name, label):
         """Wait until lifecycle node `node_name` reports state `label`."""
@@ -134,7 +151,7 @@ class Probe:
         from rcl_interfaces.srv import GetParameters
         from rclpy.parameter import parameter_value_to_python
         response = self.call(GetParameters, f'{node_name}/get_parameters',
-                             GetParameters.Request(names=names))
+                             GetParameters.Request(names=names), resend_s=RESEND_S)
         return {name: parameter_value_to_python(value)
                 for name, value in zip(names, response.values)}
 

@@ -55,6 +55,10 @@ def test_the_launch_activates_once_and_a_later_configure_stays_inactive(probe):
         request = ChangeState.Request(transition=Transition(id=transition))
         assert probe.call(ChangeState, f'{NODE}/change_state', request).success
     probe.wait_for_state(NODE, 'active')
+    # A transition of no known name, refused (and so safe to send again), proves the
+    # reply way before the transitions, which are not to be sent twice.
+    assert not probe.call(ChangeState, f'{NODE}/change_state', ChangeState.Request(
+        transition=Transition(label='no_such')), resend_s=probe.RESEND_S).success
     for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP,
                        Transition.TRANSITION_CONFIGURE):
         change(transition)
