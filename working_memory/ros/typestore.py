@@ -25,17 +25,21 @@ def installed_typestore(type_names: Iterable[str]) -> Typestore:
     """
     store = get_typestore(Stores.EMPTY)
     for name in type_names:
-        store.register(unsigned_bytes(installed_definitions(name, store.fielddefs)))
+        _register_decoding(store, name)
     return store
 
 
 def register_decodable(store: Typestore, msgtype: str) -> bool:
     """Register `msgtype` in a store for decoding; False, and none registered, if not installed."""
     try:
-        store.register(unsigned_bytes(installed_definitions(msgtype, store.fielddefs)))
+        _register_decoding(store, msgtype)
     except LookupError:
         return False
     return True
+
+
+def _register_decoding(store: Typestore, msgtype: str) -> None:
+    store.register(unsigned_bytes(installed_definitions(msgtype, store.fielddefs)))
 
 
 def register_installed(store: Typestore, msgtype: str) -> None:
