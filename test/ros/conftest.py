@@ -198,14 +198,15 @@ FAST = {'tick_hz': 50.0, 'diagnostics_period_s': 0.0}
 
 @pytest.fixture
 def start_memory(context, namespace, add_node, spin_until):
-    """Return start(params=None, configure=True, activate=True) -> (node, probe).
+    """Return start(params=None, configure=True, activate=True, cli_args=None, cabins=True).
 
-    The node gets CABINS and FAST plus `params`, in this test's namespace.
+    It returns (node, probe). The node gets CABINS (unless not `cabins`: its params files
+    name them) and FAST plus `params`, in this test's namespace.
     """
-    def start(params=None, configure=True, activate=True):
-        values = {**CABINS, **FAST, **(params or {})}
+    def start(params=None, configure=True, activate=True, cli_args=None, cabins=True):
+        values = {**(CABINS if cabins else {}), **FAST, **(params or {})}
         node = add_node(WorkingMemoryNode(
-            namespace=namespace, context=context,
+            namespace=namespace, context=context, cli_args=cli_args,
             parameter_overrides=[Parameter(name, value=value) for name, value in values.items()]))
         probe = MemoryProbe(context, namespace, spin_until)
         add_node(probe.node)

@@ -137,3 +137,20 @@ def test_a_stop_that_hangs_prints_where_and_a_clean_stop_prints_nothing(hangs, n
     else:
         assert node.returncode == 0
         assert 'Timeout' not in stderr, stderr
+
+
+@pytest.mark.parametrize('text, reason', [
+    ('capacity:\n', "Couldn't parse params file: '--params-file {path}'. Error: No value at "
+                    'line 3'),
+    ('cabin_names: [planner, 1]\n', 'Sequence should be of same type'),
+])
+def test_a_params_file_rcl_cannot_parse_exits_2_with_its_reason_and_no_traceback(
+        tmp_path, text, reason):
+    path = tmp_path / 'bad.yaml'
+    path.write_text(f'/**/working_memory:\n  ros__parameters:\n    {text}')
+    done = subprocess.run([sys.executable, '-c', MAIN, '--ros-args', '--params-file', str(path)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.startswith('cannot start: ')
+    assert reason.format(path=path) in done.stderr
+    assert 'Traceback' not in done.stderr and ', at /' not in done.stderr

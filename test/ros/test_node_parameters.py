@@ -169,3 +169,121 @@ def test_configure_names_the_cabins_that_require_a_board_pose_the_pose_topic_can
     assert pose_requirers(config_from_values(values), manifests) == []
     odometry = config_from_values({**values, 'pose_source': 'odometry'})
     assert pose_requirers(odometry, manifests) == ['planner']
+
+
+# -- params files as the node is started with them: what a patch after a robot's file meets --
+
+ROBOT = ('/**/working_memory:\n  ros__parameters:\n'
+         '    capacity: 30\n    cabins:\n      planner:\n        drop: ["safety:*"]\n')
+
+
+def start_with_files(start_memory, tmp_path, *texts):
+    """Start the node unconfigured with the packaged file, then params files of `texts`."""
+    from working_memory.demo.scenario import default_params_file
+    paths = []
+    for number, text in enumerate(texts):
+        paths.append(tmp_path / f'file{number}.yaml')
+        paths[-1].write_text(text)
+    args = ['--ros-args']
+    for path in [default_params_file(), *paths]:
+        args += ['--params-file', str(path)]
+    node, _ = start_memory(configure=False, cli_args=args, cabins=False)
+    return node
+
+
+def patch(text):
+    return f'/**/working_memory:\n  ros__parameters:\n{text}'
+
+
+def test_an_empty_list_in_a_later_file_empties_the_list(start_memory, tmp_path):
+    node = start_with_files(start_memory, tmp_path, ROBOT,
+                            patch('    cabins:\n      planner:\n        drop: []\n'))
+    assert node.trigger_configure() == SUCCESS
+    assert node.get_parameter('cabins.planner.drop').value == []
+    assert node._memory.manifests['planner'].drop == ()
+    assert node._memory.config.capacity == 30
+
+
+def test_an_empty_list_as_a_list_field_alone_is_an_empty_list(start_memory, tmp_path):
+    node = start_with_files(start_memory, tmp_path,
+                            patch('    cabins:\n      monitor:\n        drop: []\n'))
+    assert node.trigger_configure() == SUCCESS
+    assert node.get_parameter('cabins.monitor.drop').value == []
+
+
+@pytest.mark.parametrize('text, reason', [
+    # An empty list where a number belongs: the earlier file's 40 would silently stay.
+    ('    capacity: []\n', 'capacity: {path} sets [], but the ROS parser kept 40 from an '
+                          'earlier file'),
+    # A YAML null reaches the node as the string '~'.
+    ('    capacity: ~\n', 'capacity: {path} sets null, but the ROS parser kept 40'),
+    # A string after the packaged double: rcl keeps 5.0 without a word.
+    ('    stale_after_s: soon\n', "stale_after_s: {path} sets soon, but the ROS parser kept 5.0 "
+                                 "from an earlier file: a later file cannot change a parameter's "
+                                 'type (write a double, with a decimal point'),
+    ('    cabins:\n      planner:\n        board_keys: goal\n',
+     "cabins.planner.board_keys: must be a list of strings, got 'goal'"),
+])
+def test_a_value_the_ros_parser_drops_from_a_later_file_fails_configure_naming_it(
+        start_memory, tmp_path, capfd, text, reason):
+    node = start_with_files(start_memory, tmp_path, patch(text))
+    assert node.trigger_configure() == FAILURE
+    assert reason.format(path=tmp_path / 'file0.yaml') in configure_error(capfd)
+
+
+def single_file(tmp_path, name, raw):
+    """Write a params file of an executor cabin whose parameter `name` is written as `raw`."""
+    fields = {'board_keys': '[pose]'}
+    top = {}
+    if name.startswith('cabins.executor.'):
+        fields[name.removeprefix('cabins.executor.')] = raw
+    else:
+        top[name] = raw
+    lines = ['/**/working_memory:', '  ros__parameters:', '    cabin_names: [executor]']
+    lines += [f'    {key}: {value}' for key, value in top.items()]
+    lines += ['    cabins:', '      executor:']
+    lines += [f'        {key}: {value}' for key, value in fields.items()]
+    path = tmp_path / 'robot.yaml'
+    path.write_text('\n'.join(lines) + '\n')
+    return path
+
+
+@pytest.mark.parametrize('name, raw, reason', [
+    ('capacity', 'forty', "capacity: must be an integer, got 'forty'"),
+    ('capacity', '~', "capacity: must be an integer, got '~'"),
+    ('capacity', '[]', 'capacity: must be an integer, got an empty list ([]); leave the line '
+                       'out for the default'),
+    ('stale_after_s', 'true', 'stale_after_s: must be a double, got True'),
+    ('cabins.executor.board_keys', '5', 'cabins.executor.board_keys: must be a list of strings, '
+                                        'got 5'),
+    ('cabins.executor.board_keys', '[1, 2]', 'cabins.executor.board_keys: must be a list of '
+                                             'strings, got [1, 2]'),
+    ('cabins.executor.events.window_s', 'soon', "cabins.executor.events.window_s: must be a "
+                                                "double, got 'soon'"),
+])
+def test_a_wrong_value_in_a_params_file_fails_configure_and_the_node_stays_up(
+        start_memory, tmp_path, capfd, name, raw, reason):
+    path = single_file(tmp_path, name, raw)
+    node, _ = start_memory(configure=False, cli_args=['--ros-args', '--params-file', str(path)],
+                           cabins=False)
+    assert node.trigger_configure() == FAILURE
+    assert reason in configure_error(capfd)
+    assert node.trigger_configure() == FAILURE   # still up, and says so again
+    assert reason in configure_error(capfd)
+
+
+def test_an_empty_list_as_a_required_list_means_no_required_key(start_memory, tmp_path):
+    path = single_file(tmp_path, 'cabins.executor.required', '[]')
+    node, _ = start_memory(configure=False, cli_args=['--ros-args', '--params-file', str(path)],
+                           cabins=False)
+    assert node.trigger_configure() == SUCCESS
+    assert node._memory.manifests['executor'].required == ()
+
+
+def test_a_parameter_set_on_the_command_line_over_the_files_is_not_taken_as_dropped(
+        start_memory, tmp_path):
+    path = single_file(tmp_path, 'capacity', '12')
+    node, _ = start_memory(configure=False, cabins=False, cli_args=[
+        '--ros-args', '--params-file', str(path), '-p', 'capacity:=14'])
+    assert node.trigger_configure() == SUCCESS
+    assert node._memory.config.capacity == 14

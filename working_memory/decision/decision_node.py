@@ -12,7 +12,6 @@ import sys
 from typing import Any
 
 from rclpy.node import Node
-from rclpy.utilities import remove_ros_args
 
 from working_memory.client import EventLogger, WorkingMemoryClient
 from working_memory.core.items import EventKind
@@ -22,7 +21,7 @@ from working_memory.msg import DecisionStatus
 from working_memory.ros import qos
 from working_memory.ros.parameters import declare_parameters
 from working_memory.ros.params import ParamSpec, ParamType
-from working_memory.ros.spin import run_node
+from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.usage import parse_node_options
 
 COMMON_PARAMS: tuple[ParamSpec, ...] = (
@@ -103,5 +102,5 @@ def run_decision_node(node_class: type[DecisionNode], name: str, description: st
     """
     parse_node_options(executable or f'{name}_node', description, name,
                        [spec.name for spec in COMMON_PARAMS + node_class.PARAMS],
-                       remove_ros_args(sys.argv if args is None else args))
+                       own_arguments(sys.argv if args is None else args))
     return run_node(node_class, args)

@@ -24,7 +24,6 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from rclpy.parameter import Parameter
 from rclpy.service import Service
 from rclpy.subscription import Subscription
-from rclpy.utilities import remove_ros_args
 from std_msgs.msg import Empty
 
 from working_memory.core.explain import explain
@@ -40,9 +39,10 @@ from working_memory.ros.memory import (ANSWER_TOPIC, Memory, REQUEST_TOPIC, buil
                                        pose_topic, tick_description)
 from working_memory.ros.parameters import NodeParameters, changed
 from working_memory.ros.params import NodeConfig
+from working_memory.ros.params_files import parameter_args
 from working_memory.ros.source_map import load_sources
 from working_memory.ros.sources import describe, subscribe_sources
-from working_memory.ros.spin import run_node
+from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.ticking import EXECUTORS, Intake, TickTimer, make_executor
 from working_memory.ros.views import Views
 from working_memory.ros.window_topics import WindowTopics
@@ -107,7 +107,12 @@ class WorkingMemoryNode(LifecycleNode):
         self._finalized = False
         self._views: Views | None = None
         self._windows: WindowTopics | None = None
-        self._table = NodeParameters(self)
+        # What rcl merged for this node: process arguments first, then the node's own.
+        files, overridden = parameter_args(
+            [*(sys.argv if kwargs.get('use_global_arguments', True) else ()),
+             *(kwargs.get('cli_args') or ())])
+        overridden |= {p.name for p in kwargs.get('parameter_overrides') or ()}
+        self._table = NodeParameters(self, files, overridden)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.add_post_set_parameters_callback(self._on_parameters_set)
         self._diagnostics = DiagnosticsTopic(
@@ -588,7 +593,7 @@ def main(args: list[str] | None = None) -> int:
                         help='configure and activate at start')
     parser.add_argument('--executor', choices=EXECUTORS, default='events',
                         help='rclpy executor to spin in (default: %(default)s)')
-    options = parser.parse_args(remove_ros_args(args if args is not None else sys.argv)[1:])
+    options = parser.parse_args(own_arguments(args if args is not None else sys.argv)[1:])
 
     def autostart(node: WorkingMemoryNode) -> bool:
         return not options.autostart or (

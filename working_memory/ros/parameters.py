@@ -8,7 +8,7 @@ table, read at configure and checked on every runtime set.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
@@ -21,6 +21,7 @@ from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, ParamS
                                        check_parameter, check_refused, check_value, coerce,
                                        config_from_values, drop_cabin, drop_param_spec,
                                        param_spec, retired)
+from working_memory.ros.params_files import ParamsFileError, dropped, file_values
 
 
 _PARAMETER_TYPES = {
@@ -173,13 +174,28 @@ class NodeParameters:
     default and `read` fails naming it, until a valid set replaces it (`accepted`).
     """
 
-    def __init__(self, node: Any):
-        """Declare the table on `node` and take loosely typed sets as their row's type."""
+    def __init__(self, node: Any, params_files: Sequence[str] = (),
+                 overridden: Iterable[str] = ()):
+        """Declare the table on `node` and take loosely typed sets as their row's type.
+
+        `params_files` are the files the node was started with, in order: a value of
+        theirs the ROS parser dropped (a later file changing a type) is refused too,
+        unless the parameter is `overridden` over every file (`-p`, parameter_overrides).
+        """
         self._node = node
         # Overrides the table refused at declaration, by name.
         self.refused = declare_table(node, PARAMS)
         cabin_names = node.get_parameter('cabin_names').value
         self.refused.update(declare_table(node, cabin_specs(cabin_names)))
+        self._files: dict[str, list[tuple[Any, str]]] = {}
+        try:
+            files = file_values(params_files, node.get_fully_qualified_name())
+            self._files = {name: value for name, value in files.items()
+                           if name not in set(overridden)}
+        except ParamsFileError as error:
+            self.refused['params_file'] = str(error)
+        self.refused.update(dropped(self._files, parameter_overrides(node),
+                                    declared_names(node)))
         self.failed_on_refused = False   # the last read failed on refused overrides
         node.add_pre_set_parameters_callback(
             lambda parameters: [coerced_parameter(parameter) for parameter in parameters])
@@ -240,6 +256,7 @@ class NodeParameters:
                                         f'manifests_file {config.manifests_file}')
                 spec = drop_param_spec(name, manifest.drop)
                 check_refused(declare_table(node, (spec,)))
+                check_refused(dropped(self._files, parameter_overrides(node), [spec.name]))
                 drop = node.get_parameter(spec.name).value
                 manifests[name] = dataclasses.replace(manifest, drop=tuple(drop))
         if config.cabin_names:

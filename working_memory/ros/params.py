@@ -182,11 +182,14 @@ def coerce(spec: ParamSpec, value: Any) -> Any:
     """Return `value` as the row's type where a command line typed it loosely, else unchanged.
 
     `ros2 param set` types `20` as an integer (a double row takes it as 20.0) and
-    `[]` as a bool array (a string-array row takes it as an empty list).
+    `[]` as a bool array; a params file's `[]` reaches the node as no value at all (the
+    ROS YAML parser cannot type an empty list). A string-array row takes either as an
+    empty list, which is what the file says.
     """
     if spec.type is ParamType.DOUBLE and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
-    if spec.type is ParamType.STRING_ARRAY and isinstance(value, (list, tuple)) and not value:
+    if spec.type is ParamType.STRING_ARRAY and (value is None or (
+            isinstance(value, (list, tuple)) and not value)):
         return []
     return value
 
@@ -299,16 +302,19 @@ def default_values() -> dict[str, Any]:
 
 def check_value(spec: ParamSpec, value: Any) -> Any:
     """Return `value` normalised to the spec's type, raising ValueError naming the parameter."""
+    if value is None:
+        # What a params file's `[]` becomes: the ROS YAML parser cannot type an empty list.
+        raise ValueError(f'{spec.name}: must be {_a_type(spec)}, got an empty list ([]); '
+                         'leave the line out for the default')
     if spec.type is ParamType.STRING_ARRAY:
-        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise ValueError(f'{spec.name}: must be a list of strings, got {value!r}')
         return tuple(value)
     expected = {ParamType.BOOL: bool, ParamType.INTEGER: int, ParamType.DOUBLE: (int, float),
                 ParamType.STRING: str}[spec.type]
     if not isinstance(value, expected) or (isinstance(value, bool)
                                            and spec.type is not ParamType.BOOL):
-        article = 'an' if spec.type is ParamType.INTEGER else 'a'
-        raise ValueError(f'{spec.name}: must be {article} {spec.type.value}, got {value!r}')
+        raise ValueError(f'{spec.name}: must be {_a_type(spec)}, got {value!r}')
     if spec.type is ParamType.DOUBLE:
         value = float(value)
         if not math.isfinite(value):
@@ -320,6 +326,13 @@ def check_value(spec: ParamSpec, value: Any) -> Any:
         raise ValueError(f'{spec.name}: must be one of {", ".join(spec.choices)}, '
                          f'got {value!r}')
     return value
+
+
+def _a_type(spec: ParamSpec) -> str:
+    """Return the row's type with its article: 'an integer', 'a list of strings'."""
+    if spec.type is ParamType.STRING_ARRAY:
+        return 'a list of strings'
+    return ('an ' if spec.type is ParamType.INTEGER else 'a ') + spec.type.value
 
 
 def validate(config: NodeConfig) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import faulthandler
 import math
+import re
 import signal
+import sys
 import threading
 import time
 from typing import Any, Callable
@@ -14,6 +16,7 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from rclpy.utilities import remove_ros_args
 
 # How often the spin loop looks at the stop flag [s]: the latency of a clean stop.
 STOP_POLL_S = 0.1
@@ -46,8 +49,14 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     SIGTERM are ignored from then on. A process that has not ended STOP_DUMP_S after
     its first stop signal prints every thread's stack to stderr (the shutdown of rclpy
     and the interpreter after the return included; an exit before that prints nothing).
+    A command line rcl cannot parse (a params file that is not ROS YAML: an empty value,
+    a list of mixed types) exits 2 with rcl's reason on one line.
     """
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except RuntimeError as error:   # rcl's RCLError
+        print(f'cannot start: {rcl_reason(error)}', file=sys.stderr)
+        return 2
     stop = threading.Event()
 
     def on_stop(*_: Any) -> None:
@@ -64,6 +73,21 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
         # it shuts down (Python restores the default handlers then, but not SIG_IGN).
         for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
+
+
+def own_arguments(argv: list[str]) -> list[str]:
+    """Return `argv` without its ROS arguments; exit 2 with rcl's reason if it cannot parse them."""
+    try:
+        return remove_ros_args(argv)
+    except RuntimeError as error:   # rcl's RCLInvalidROSArgsError: e.g. a bad params file
+        print(f'cannot start: {rcl_reason(error)}', file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def rcl_reason(error: Exception) -> str:
+    """Return an rcl error's message without its C source locations and its prefix."""
+    text = re.sub(r', at \S+:\d+', '', str(error))
+    return text.removeprefix('failed to initialize rcl: ')
 
 
 def _spin(make_node: Callable[[], Node], start: Callable[[Node], bool] | None,

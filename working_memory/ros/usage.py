@@ -1,8 +1,8 @@
 """The command line of the package's node executables: `-h/--help` before `--ros-args`.
 
 Pure Python (no rclpy): each executable's main removes its ROS arguments with
-`rclpy.utilities.remove_ros_args`, as working_memory_node's does, and hands the rest
-here before it creates any ROS entity, so `--help` prints the usage and exits 0 and an
+`ros.spin.own_arguments` (rclpy's remove_ros_args), as working_memory_node's does, and hands
+the rest here before it creates any ROS entity, so `--help` prints the usage and exits 0 and an
 unknown option exits 2 with argparse's message, both without starting the node.
 """
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 import sys
 
 from rclpy.node import Node
-from rclpy.utilities import remove_ros_args
 
 from working_memory.client import BoardWriter, EventLogger
 from working_memory.ros.parameters import declare_double_array, declare_parameters
 from working_memory.ros.params import ParamSpec, ParamType, check_value
 from working_memory.ros.qos import event_log_qos, stream_qos
-from working_memory.ros.spin import run_node
+from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.usage import parse_node_options
 from working_memory.sim.mission import DOOR_STATES, Mission, polygon_from_flat
 from working_memory.sim.world import WorldConfig, delivery_mission
@@ -113,5 +112,5 @@ def main(args: list[str] | None = None) -> int:
     """Run the mission node until shutdown; `-h/--help` prints its usage."""
     parse_node_options('mission_node', USAGE, 'mission',
                        [spec.name for spec in MISSION_PARAMS] + [ZONE_PARAM],
-                       remove_ros_args(sys.argv if args is None else args))
+                       own_arguments(sys.argv if args is None else args))
     return run_node(MissionNode, args)

@@ -10,7 +10,6 @@ from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.clock import Clock as TimerClock
 from rclpy.clock import ClockType
 from rclpy.node import Node
-from rclpy.utilities import remove_ros_args
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
@@ -21,7 +20,7 @@ from working_memory.msg import LogEvent
 from working_memory.ros.conversions import event_from_msg, grid_msg_from_window
 from working_memory.ros.parameters import declare_parameters
 from working_memory.ros.qos import command_qos, event_log_qos, latched_qos, map_qos, stream_qos
-from working_memory.ros.spin import run_node
+from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.usage import parse_node_options
 from working_memory.sim.cadence import Cadence, ChangedEntries
 from working_memory.sim.conversions import clock_msg, json_string_msg, odometry_msg, twist_from_msg
@@ -191,5 +190,5 @@ USAGE = (
 def main(args: list[str] | None = None) -> int:
     """Run the simulator node until shutdown; `-h/--help` prints its usage."""
     parse_node_options('sim_world_node', USAGE, 'sim_world', [spec.name for spec in SIM_PARAMS],
-                       remove_ros_args(sys.argv if args is None else args))
+                       own_arguments(sys.argv if args is None else args))
     return run_node(SimWorldNode, args)

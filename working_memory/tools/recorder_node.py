@@ -29,12 +29,11 @@ from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile,
                        ReliabilityPolicy)
 from rclpy.serialization import serialize_message
-from rclpy.utilities import remove_ros_args
 from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, QosReliability,
                                 QosTime)
 
 from working_memory.msg import RecordedIds
-from working_memory.ros.spin import run_node
+from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.ticking import Intake
 from working_memory.ros.usage import parse_node_options
 from working_memory.tools.bag import (BagError, BagWriter, IDS_TOPIC_SUFFIX, IDS_TYPE,
@@ -273,7 +272,7 @@ USAGE = (
 def main(args: list[str] | None = None) -> int:
     """Run the recorder until SIGINT/SIGTERM (the bag is closed cleanly); `-h` prints its usage."""
     parse_node_options('recorder_node', USAGE, 'recorder_node', [name for name, _, _ in PARAMS],
-                       remove_ros_args(sys.argv if args is None else args))
+                       own_arguments(sys.argv if args is None else args))
     return run_node(RecorderNode, args,
                     construction_errors=(BagError, ValueError, ParameterException))
 

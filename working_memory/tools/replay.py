@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-import yaml
 
 from working_memory.core.assembly import Assembler
 from working_memory.core.board import BoardSnapshot, BoardView
@@ -55,6 +54,8 @@ from working_memory.core.resync import Resync, mark_resyncing, resyncing_detail
 from working_memory.ros import inputs
 from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, cabin_param_specs,
                                        config_from_values, default_values, drop_param_spec)
+from working_memory.ros.params_files import (ParamsFileError, flatten, node_parameters,
+                                             read_document)
 from working_memory.ros.source_map import (FieldType, SourceError, SourceSpec, Sources,
                                            TypeInfo, load_sources)
 from working_memory.tools.bag import full_typestore, share_dir
@@ -128,35 +129,20 @@ class Settings:
         return Settings(values, f'{self.source} + {why}', self.node)
 
 
-def flatten(mapping: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
-    """Return nested parameter mappings as dotted names, as ROS reads a params file."""
-    flat: dict[str, Any] = {}
-    for key, value in mapping.items():
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f'{prefix}{key}.'))
-        else:
-            flat[f'{prefix}{key}'] = value
-    return flat
-
-
 def parameters_in_file(path: str | Path, node: str) -> dict[str, Any]:
     """Return the dotted parameters of `node` in a params file (or a plain mapping of them).
 
-    Accepts the ROS layout (`<node>:`, `/**/<node>:` or `/**:` with `ros__parameters:`) and a
-    plain `cabins:` mapping such as `wm-inspect suggest` prints. ReplayError when unreadable.
+    Accepts the ROS layout (every section whose key names the node: `<node>:`,
+    `/**/<node>:`, `/**:`, with `ros__parameters:`) and a plain `cabins:` mapping such as
+    `wm-inspect suggest` prints. ReplayError when unreadable.
     """
     try:
-        with open(path, encoding='utf-8') as stream:
-            document = yaml.safe_load(stream)
-    except (OSError, yaml.YAMLError) as error:
-        raise ReplayError(f'{path}: cannot read parameters: {error}') from None
-    if not isinstance(document, Mapping):
-        raise ReplayError(f'{path}: must hold a mapping of parameters')
-    leaf = node.rsplit('/', 1)[-1]
-    for name in (node.lstrip('/'), node, f'/**/{leaf}', '/**'):
-        section = document.get(name)
-        if isinstance(section, Mapping) and isinstance(section.get('ros__parameters'), Mapping):
-            return flatten(section['ros__parameters'])
+        document = read_document(path)
+    except ParamsFileError as error:
+        raise ReplayError(str(error)) from None
+    found = node_parameters(document, '/' + node.lstrip('/'))
+    if found is not None:
+        return found
     if 'cabins' in document or 'capacity' in document:
         return flatten(document)
     raise ReplayError(f'{path}: no {node.lstrip("/")}.ros__parameters section and no '

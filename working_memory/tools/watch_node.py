@@ -25,13 +25,13 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
-from rclpy.utilities import remove_ros_args
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
 from working_memory.msg import ContextFrame, Eviction, EvictionBatch, LogEvent, MissingItem
 from working_memory.ros.qos import diagnostics_qos, frame_qos, stream_qos
+from working_memory.ros.spin import own_arguments
 from working_memory.tools.bag import EVICTION_TYPE
 from working_memory.tools.recording import (EVENT_TYPE, EvictionRecord, MISSING_TYPE, STATUS_TYPE,
                                             diagnostic_records, eviction_record,
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run wm-watch with `argv` (default: the command line); return the exit code."""
     argv = sys.argv if argv is None else ['wm-watch', *argv]
     try:
-        args = parser().parse_args(remove_ros_args(argv)[1:])
+        args = parser().parse_args(own_arguments(argv)[1:])
     except SystemExit as exit_request:  # argparse exits on --help and on usage errors
         return int(exit_request.code or 0)
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
