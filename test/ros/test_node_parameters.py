@@ -213,14 +213,14 @@ def test_an_empty_list_as_a_list_field_alone_is_an_empty_list(start_memory, tmp_
 
 @pytest.mark.parametrize('text, reason', [
     # An empty list where a number belongs: the earlier file's 40 would silently stay.
-    ('    capacity: []\n', 'capacity: {path} sets [], but the ROS parser kept 40 from an '
-                          'earlier file'),
+    ('    capacity: []\n',
+     'capacity: {path} sets [], but the ROS parser kept 40 from an earlier file'),
     # A YAML null reaches the node as the string '~'.
     ('    capacity: ~\n', 'capacity: {path} sets null, but the ROS parser kept 40'),
     # A string after the packaged double: rcl keeps 5.0 without a word.
-    ('    stale_after_s: soon\n', "stale_after_s: {path} sets soon, but the ROS parser kept 5.0 "
-                                 "from an earlier file: a later file cannot change a parameter's "
-                                 'type (write a double, with a decimal point'),
+    ('    stale_after_s: soon\n',
+     'stale_after_s: {path} sets soon, but the ROS parser kept 5.0 from an earlier file: a later '
+     "file cannot change a parameter's type (write a double, with a decimal point"),
     ('    cabins:\n      planner:\n        board_keys: goal\n',
      "cabins.planner.board_keys: must be a list of strings, got 'goal'"),
 ])
@@ -258,8 +258,8 @@ def single_file(tmp_path, name, raw):
                                         'got 5'),
     ('cabins.executor.board_keys', '[1, 2]', 'cabins.executor.board_keys: must be a list of '
                                              'strings, got [1, 2]'),
-    ('cabins.executor.events.window_s', 'soon', "cabins.executor.events.window_s: must be a "
-                                                "double, got 'soon'"),
+    ('cabins.executor.events.window_s', 'soon',
+     "cabins.executor.events.window_s: must be a double, got 'soon'"),
 ])
 def test_a_wrong_value_in_a_params_file_fails_configure_and_the_node_stays_up(
         start_memory, tmp_path, capfd, name, raw, reason):

@@ -26,8 +26,10 @@ class ParamsFileError(ValueError):
 
 
 def parameter_args(argv: Sequence[str]) -> tuple[list[str], set[str]]:
-    """Return the `--params-file` paths among the ROS arguments of `argv`, in order, and the
-    names `-p NAME:=VALUE` sets (which rcl applies over every file)."""
+    """Return the `--params-file` paths of `argv`'s ROS arguments and the names `-p` sets.
+
+    The paths come in order; rcl applies `-p NAME:=VALUE` over every file.
+    """
     files, names, ros, expect = [], set(), False, None
     for arg in argv:
         if expect == PARAMS_FILE_FLAG:
