@@ -84,10 +84,16 @@ class Route:
 
 @dataclass(frozen=True)
 class ConstraintAlarm:
-    """No route: the pack's safety constraints are absent or unusable."""
+    """No route: the pack's safety constraints are absent or unusable.
+
+    `needs` names what the decision needed (keys or globs), present or not: the
+    record a fault's archaeology reads (`wm-inspect suggest`), also where no missing
+    note explains the absence (a manifest that does not select it).
+    """
 
     reason: str
     missing: tuple[Missing, ...] = field(default=())
+    needs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,7 +112,7 @@ def check_constraints(pack: PackView, safety_prefix: str = 'safety:') -> Constra
     return ConstraintAlarm(
         reason=f'no safety constraint ({safety_prefix}*) in the {pack.cabin} pack'
                + (f' ({reasons})' if reasons else ''),
-        missing=related)
+        missing=related, needs=(safety_prefix + '*',))
 
 
 def _concerns_safety(missing_key: str, safety_prefix: str) -> bool:

@@ -129,7 +129,8 @@ class PlannerNode(DecisionNode):
         """Publish the alarm once per episode (and when its reason changes); hold the route."""
         missing = [{'key': item.key, 'reason': item.reason.value,
                     'detail': item.text(view.stamp)} for item in alarm.missing]
-        detail = {'alarm': True, 'reason': alarm.reason, 'missing': missing}
+        detail = {'alarm': True, 'reason': alarm.reason, 'missing': missing,
+                  'needs': list(alarm.needs)}
         signature = [item['key'] + ':' + item['reason'] for item in missing] or [alarm.reason]
         if signature != self._alarm_signature:
             self.get_logger().error(f'tick {view.tick}: holding, {alarm.reason}')

@@ -14,12 +14,14 @@ from typing import Mapping
 
 from working_memory.core.items import EventKind
 from working_memory.core.manifest import Manifest, ManifestError
-from working_memory.demo.scenario import (CABIN_SETS, DROP_CATEGORIES, Outcome, describe_drops,
-                                          parse_drops)
+from working_memory.demo.scenario import (CABIN_SETS, DROP_CATEGORIES, Outcome,
+                                          default_params_file, describe_drops, parse_drops)
 from working_memory.tools.recording import Recording
+from working_memory.tools.replay import ReplayError, Settings, parameters_in_file
 
 EXIT_OK, EXIT_NOT_AS_INTENDED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 BOARD_PREFIX, EVENTS_PREFIX, EVENT_KEY_PREFIX = 'board:', 'events:', 'event:'
+NODE = '/working_memory'
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -30,6 +32,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument('--drop', action='append', default=[], metavar='CABIN:CATEGORY',
                         help='missing-item injection: drop a category from a cabin manifest '
                              f'({", ".join(DROP_CATEGORIES)}, or a raw manifest drop entry)')
+    parser.add_argument('--params', action='append', default=[], type=Path, metavar='FILE',
+                        help="a robot's own params file (manifests, capacity, ...) or the patch "
+                             '`wm-inspect suggest --out` wrote, loaded after the packaged one by '
+                             'every node; repeatable, later files win')
     parser.add_argument('--cabins', choices=sorted(CABIN_SETS), default='plain',
                         help='decision nodes: the plain reference cabins, or the planner as a '
                              'py_trees behaviour tree (default: plain)')
@@ -51,6 +57,23 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument('--after-alarm', type=float, default=10.0,
                         help='stop this much sim time [s] after the first alarm (default: 10)')
     return parser.parse_args(argv)
+
+
+def demo_manifests(params_files: list[Path]) -> dict[str, Manifest]:
+    """Return the working memory's manifests from the packaged params file and `params_files`.
+
+    Raises ValueError naming the file or field at fault (a missing file, a bad manifest).
+    """
+    values: dict = {}
+    for path in [default_params_file(), *params_files]:
+        try:
+            values.update(parameters_in_file(path, NODE))
+        except ReplayError as error:
+            raise ValueError(f'--params {path}: {error}') from None
+    try:
+        return Settings(values, 'the params files', NODE).manifests()
+    except ReplayError as error:
+        raise ValueError(f'--params: {error}') from None
 
 
 def category_help(manifest: Manifest) -> str:

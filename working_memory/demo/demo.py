@@ -19,10 +19,9 @@ import time
 import rclpy
 from rclpy.signals import SignalHandlerOptions
 
-from working_memory.core.manifest import load_manifests
-from working_memory.demo.cli import (EXIT_USAGE, Progress, describe_drops, drops_from_specs,
-                                     exit_code, hints, parse_args, summary)
-from working_memory.demo.scenario import ScenarioOptions, default_params_file, run_scenario
+from working_memory.demo.cli import (EXIT_USAGE, Progress, demo_manifests, describe_drops,
+                                     drops_from_specs, exit_code, hints, parse_args, summary)
+from working_memory.demo.scenario import ScenarioOptions, run_scenario
 from working_memory.tools.bag import BagError
 from working_memory.tools.recording import RecordingError, load_recording
 from working_memory.tools.report import write_report
@@ -32,12 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demo; return 0 if it ended as intended, 1 if not, 2 on bad usage, 130 on Ctrl-C."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        drops = drops_from_specs(args.drop, load_manifests(str(default_params_file())))
+        drops = drops_from_specs(args.drop, demo_manifests(args.params))
     except ValueError as error:
         print(f'demo: {error}', file=sys.stderr)
         return EXIT_USAGE
-    tag = '_'.join(['drop'] + [spec.replace(':', '-') for spec in args.drop]) \
-        if args.drop else 'baseline'
+    tag = '_'.join((['drop'] + [spec.replace(':', '-') for spec in args.drop] if args.drop else
+                    [] if args.params else ['baseline']) + [path.stem for path in args.params])
     tag += '' if args.cabins == 'plain' else f'_{args.cabins}'
     tag += '' if args.restart_wm_at is None else f'_restart-{args.restart_wm_at:g}'
     tag = ''.join(char if char.isalnum() or char in '-_' else '_' for char in tag)
@@ -50,9 +49,11 @@ def main(argv: list[str] | None = None) -> int:
                               real_time_factor=args.real_time_factor,
                               sim_time_limit_s=args.sim_time_limit,
                               wall_time_limit_s=args.wall_time_limit, cabins=args.cabins,
-                              restart_wm_at_s=args.restart_wm_at)
+                              restart_wm_at_s=args.restart_wm_at,
+                              params_files=tuple(path.resolve() for path in args.params))
+    params = f'params {", ".join(map(str, args.params))}, ' if args.params else ''
     print(f'working_memory demo: delivery world seed {args.seed}, drops {describe_drops(drops)}, '
-          f'cabins {args.cabins}, '
+          f'cabins {args.cabins}, {params}'
           f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")} (loopback only)', flush=True)
     # Ctrl-C ends the run between spins, so the bag is still closed and the report written.
     interrupted = threading.Event()

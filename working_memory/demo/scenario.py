@@ -69,6 +69,8 @@ RECORDED_TOPICS = ('/board', '/log', '/map', '/odom', '/clock', '/parameter_even
                    '/sim_world/status', '/working_memory/planner/map_window',
                    '/working_memory/executor/map_window', '/working_memory/route',
                    '/working_memory/markers')
+# The bag metadata (custom_data) key of the params files given after the packaged one (JSON).
+PARAMS_FILES_KEY = 'working_memory.params_files'
 # [s] wall time the recorder may take to find the node's outputs before ticking starts.
 RECORDER_DISCOVERY_S = 10.0
 
@@ -117,7 +119,8 @@ class ScenarioOptions:
     sim_time_limit_s: float = 150.0
     wall_time_limit_s: float = 80.0
     settle_s: float = 2.0            # [s] sim time to keep running after delivery
-    params_file: Path | None = None
+    params_file: Path | None = None   # None: the packaged config/working_memory.yaml
+    params_files: tuple[Path, ...] = ()   # loaded after params_file by every node, in order
     bag_path: Path | None = None
     extra_params: dict[str, object] = field(default_factory=dict)  # working_memory node
     cabins: str = 'plain'            # a key of CABIN_SETS
@@ -215,7 +218,9 @@ class Scenario:
         self.options = options
         self.outcome = Outcome(bag_path=options.bag_path)
         sim_time = [Parameter('use_sim_time', value=True)]
-        params_file = options.params_file or default_params_file()
+        params_args = ['--ros-args']
+        for path in (options.params_file or default_params_file(), *options.params_files):
+            params_args += ['--params-file', str(path)]
         wm_overrides = sim_time + [Parameter(f'cabins.{cabin}.drop', value=list(entries))
                                    for cabin, entries in options.drops.items()]
         # The views are built only while someone subscribes: here the recorder.
@@ -230,9 +235,9 @@ class Scenario:
             Parameter('log_listeners', value=3 if recording else 2)])
         self.memory = WorkingMemoryNode(
             context=context, parameter_overrides=wm_overrides,
-            cli_args=['--ros-args', '--params-file', str(params_file)])
+            cli_args=params_args)
         self.deciders = [cls(context=context, parameter_overrides=sim_time,
-                             cli_args=['--ros-args', '--params-file', str(params_file)])
+                             cli_args=params_args)
                          for cls in CABIN_SETS[options.cabins]]
         self.observer = Observer(self.outcome, context=context)
         self.recorder = None
@@ -242,6 +247,8 @@ class Scenario:
                 Parameter('topics', value=list(RECORDED_TOPICS))])
             self.recorder.set_custom_data('working_memory.seed', str(options.seed))
             self.recorder.set_custom_data('working_memory.drops', describe_drops(options.drops))
+            self.recorder.set_custom_data(PARAMS_FILES_KEY, json.dumps(
+                [str(path) for path in options.params_files]))
             # One line per recorded topic would bury the demo's progress.
             self.recorder.get_logger().set_level(LoggingSeverity.WARN)
         self.nodes = [self.sim, self.memory, *self.deciders, self.observer]

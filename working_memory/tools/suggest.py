@@ -173,10 +173,17 @@ def _alarm(event: Event, tick: int, detail: Mapping, statuses: Mapping[int, Deci
         statuses, tick, lambda s: s.decision == status.decision)
     missing = detail.get('missing') if isinstance(detail.get('missing'), list) else []
     names = [event.key] + [m['key'] for m in missing if isinstance(m, Mapping) and 'key' in m]
+    names += _needs(detail)
     reason = detail.get('reason')
     return WrongDecision(event.source, ticks, ALARM, f'ALARM {event.key}'
                          + (f' ({reason})' if reason else ''), tuple(names), tuple(event.tags),
                          _identity(event))
+
+
+def _needs(detail: Mapping) -> list[str]:
+    """Return the keys or globs a decision says it needed (its detail's `needs`)."""
+    needs = detail.get('needs')
+    return [name for name in needs if isinstance(name, str)] if isinstance(needs, list) else []
 
 
 def _identity(event: Event) -> tuple[str, EventKind, str]:
@@ -483,8 +490,8 @@ def patch_yaml(result: Suggestions, node: str) -> str:
             else:
                 nested[name] = value
         cabins[cabin] = nested
-    # Keyed by the fully qualified name: the patch is for this node, in its namespace.
-    document = {'/' + node.lstrip('/'): {'ros__parameters': {'cabins': cabins}}}
+    # Keyed as the packaged file is (`/**/<name>`): it reaches the node in any namespace.
+    document = {'/**/' + node.rsplit('/', 1)[-1]: {'ros__parameters': {'cabins': cabins}}}
     return '\n'.join(lines) + '\n' + yaml.safe_dump(document, default_flow_style=None,
                                                     sort_keys=False, width=100)
 
