@@ -10,7 +10,7 @@ import importlib.util
 import pathlib
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
@@ -43,10 +43,11 @@ def generate_launch_description() -> LaunchDescription:
     # The launch argument's choices are checked before this expression is evaluated.
     planner = PythonExpression(["'planner_tree_node' if '", LaunchConfiguration('cabins'),
                                 "' == 'trees' else 'planner_node'"])
-    decision_nodes = [
-        Node(package='working_memory',
-             executable=planner if name == 'planner' else f'{name}_node', name=name,
-             namespace=LaunchConfiguration('namespace'),
-             parameters=working_memory.common_parameters(), output='screen')
-        for name in DECISION_NODES]
-    return LaunchDescription([*arguments, cabins, include, *decision_nodes])
+
+    def decision_nodes(context) -> list[Node]:
+        return [Node(package='working_memory',
+                     executable=planner if name == 'planner' else f'{name}_node', name=name,
+                     namespace=LaunchConfiguration('namespace'),
+                     parameters=working_memory.common_parameters(context), output='screen')
+                for name in DECISION_NODES]
+    return LaunchDescription([*arguments, cabins, include, OpaqueFunction(function=decision_nodes)])

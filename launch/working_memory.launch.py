@@ -44,6 +44,11 @@ def declare_common_arguments() -> list[DeclareLaunchArgument]:
             description='YAML parameter file with the cabin manifests, keyed /**/<node name> '
                         'so that a node in any namespace picks it up'),
         DeclareLaunchArgument(
+            'extra_params', default_value='',
+            description="Params files loaded after params_file by every node, comma-separated, "
+                        "later files winning: a robot's own manifests, the patch "
+                        '`wm-inspect suggest --out` wrote'),
+        DeclareLaunchArgument(
             'sources_file', default_value='',
             description="YAML file of typed-topic sources: the robot's own topics mapped to "
                         'board entries and events (e.g. the packaged config/sources/nav2.yaml, '
@@ -61,9 +66,11 @@ def declare_common_arguments() -> list[DeclareLaunchArgument]:
     ]
 
 
-def common_parameters() -> list:
-    """Return the parameters every node gets: the params file and use_sim_time."""
+def common_parameters(context) -> list:
+    """Return the parameters every node gets: the params files, in order, and use_sim_time."""
+    extra = LaunchConfiguration('extra_params', default='').perform(context)
     return [LaunchConfiguration('params_file'),
+            *(path.strip() for path in extra.split(',') if path.strip()),
             {'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'), value_type=bool)}]
 
 
@@ -81,7 +88,7 @@ def node_and_transitions(context) -> list:
     sources = [{'sources_file': sources_file}] if sources_file else []
     node = LifecycleNode(
         package='working_memory', executable='working_memory_node', name='working_memory',
-        namespace=LaunchConfiguration('namespace'), parameters=[*common_parameters(), *sources],
+        namespace=LaunchConfiguration('namespace'), parameters=[*common_parameters(context), *sources],
         output='screen', respawn=respawn,
         respawn_delay=float(LaunchConfiguration('respawn_delay').perform(context)),
         arguments=['--autostart'] if respawn else [])
