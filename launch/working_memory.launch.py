@@ -45,7 +45,7 @@ def declare_common_arguments() -> list[DeclareLaunchArgument]:
                         'so that a node in any namespace picks it up'),
         DeclareLaunchArgument(
             'extra_params', default_value='',
-            description="Params files loaded after params_file by every node, comma-separated, "
+            description='Params files loaded after params_file by every node, comma-separated, '
                         "later files winning: a robot's own manifests, the patch "
                         '`wm-inspect suggest --out` wrote'),
         DeclareLaunchArgument(
@@ -88,7 +88,8 @@ def node_and_transitions(context) -> list:
     sources = [{'sources_file': sources_file}] if sources_file else []
     node = LifecycleNode(
         package='working_memory', executable='working_memory_node', name='working_memory',
-        namespace=LaunchConfiguration('namespace'), parameters=[*common_parameters(context), *sources],
+        namespace=LaunchConfiguration('namespace'),
+        parameters=[*common_parameters(context), *sources],
         output='screen', respawn=respawn,
         respawn_delay=float(LaunchConfiguration('respawn_delay').perform(context)),
         arguments=['--autostart'] if respawn else [])

@@ -107,7 +107,7 @@ def test_an_executor_manifest_without_failures_repeats_the_push_and_the_patch_ad
 
 
 @pytest.mark.parametrize('args, error', [
-    (['--params', 'missing.yaml'], "--params missing.yaml: missing.yaml: cannot read parameters"),
+    (['--params', 'missing.yaml'], '--params missing.yaml: missing.yaml: cannot read parameters'),
 ])
 def test_a_params_file_the_demo_cannot_read_is_bad_usage(tmp_path, args, error):
     done = subprocess.run([sys.executable, '-P', '-m', 'working_memory.demo', *args],
