@@ -237,6 +237,13 @@ def executor_manifest_without_doors(path):
     return path
 
 
+def capacity_file(folder, capacity):
+    """Write a params file that sets only the capacity; return its path."""
+    path = folder / f'capacity_{capacity}.yaml'
+    path.write_text(f'/**/working_memory:\n  ros__parameters:\n    capacity: {capacity}\n')
+    return path
+
+
 @pytest.fixture(scope='session')
 def recorded_run(tmp_path_factory):
     """Return record(name) -> (Outcome, bag): each closed-loop run recorded once per session.
@@ -245,7 +252,8 @@ def recorded_run(tmp_path_factory):
     - 'baseline': nothing dropped, the delivery succeeds;
     - 'no_constraints': `--drop planner:constraints`, 12 s of sim time;
     - 'no_doors': an executor manifest without door:*; it stops 3 s of sim time after
-      the robot hits the closed door (it cannot see it).
+      the robot hits the closed door (it cannot see it);
+    - 'capacity_12': the packaged config with capacity 12 (real pressure) after it.
     """
     from working_memory.demo.scenario import ScenarioOptions, parse_drops, run_scenario
     runs = {}
@@ -258,7 +266,8 @@ def recorded_run(tmp_path_factory):
                    'no_constraints': {'drops': parse_drops(['planner:constraints']),
                                       'sim_time_limit_s': 12.0},
                    'no_doors': {'params_file': executor_manifest_without_doors(
-                       folder / 'no_doors.yaml'), 'sim_time_limit_s': 60.0}}[name]
+                       folder / 'no_doors.yaml'), 'sim_time_limit_s': 60.0},
+                   'capacity_12': {'params_files': (capacity_file(folder, 12),)}}[name]
         hit = []
 
         def until(outcome):

@@ -150,8 +150,7 @@ def test_doctor_names_the_missing_item_and_says_it_found_something(recorded_run,
     assert 'found: suddenly dumb' in text
 
 
-def test_doctor_finds_nothing_on_the_baseline_and_shows_how_far_scopes_would_shrink(
-        recorded_run, capsys):
+def test_doctor_finds_nothing_to_fix_on_the_baseline(recorded_run, capsys):
     _, bag = recorded_run('baseline')
     run = load_run(bag)
     result = doctor(run, recorded_settings(run))
@@ -160,11 +159,35 @@ def test_doctor_finds_nothing_on_the_baseline_and_shows_how_far_scopes_would_shr
 
     assert not result.found, report
     assert not result.drift.tearing and not result.drift.unfrozen
-    # Capacity 40 is tight on purpose: the 30 sensor readings are the cheapest to narrow.
-    cheapest = result.pressure.shrinks[0]
-    assert (cheapest.scope.cabin, cheapest.scope.name) == ('monitor', 'board_keys sensor:*')
-    assert cheapest.evictions < result.pressure.evictions and not cheapest.alarm_ticks
+    # Capacity 40 is tight on purpose: the sensor readings (0.05) go first, and that is all.
+    assert result.pressure.evictions and not result.pressure.losses
+    assert result.pressure.fixes == ()
+    assert 'nothing to fix: every eviction was of an item no manifest requires' in report
     assert 'found: nothing' in report
+
+
+def test_doctor_under_real_pressure_proposes_the_smallest_capacity_that_keeps_what_counts(
+        recorded_run, capsys):
+    _, bag = recorded_run('capacity_12')
+    run = load_run(bag)
+    result = doctor(run, recorded_settings(run))
+    pressure = result.pressure
+    # The monitor requires the battery; at capacity 12 it is evicted.
+    assert pressure.losses == {'battery': 'required by the monitor manifest'}
+    # Dropping the sensors does not keep it (14 asks remain): the capacity does.
+    (fix,) = pressure.fixes
+    assert fix.kind == 'capacity' and not fix.losses and not fix.alarm_ticks
+    smallest = fix.values['capacity']
+    assert 12 < smallest < pressure.peak_asked
+    one_less = doctor_pressure_with_capacity(run, smallest - 1)
+    assert one_less.losses, 'the proposed capacity is not the smallest'
+    assert inspect.main(['doctor', str(bag)]) == inspect.FINDS
+    assert f'capacity 12 -> {smallest} (the smallest' in capsys.readouterr().out
+
+
+def doctor_pressure_with_capacity(run, capacity):
+    from working_memory.tools.doctor import pressure
+    return pressure(run, recorded_settings(run).with_values({'capacity': capacity}, 'test'))
 
 
 SOURCE = Path(__file__).resolve().parents[2]

@@ -8,6 +8,7 @@ robot's file and the patch delivers. Every step is the real command line.
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -17,25 +18,7 @@ from working_memory.tools.recording import load_run
 
 RUN_LIMIT_S = 300.0   # bounds a hung command, never a timing assertion
 
-# The planner's manifest written without the safety constraints.
-PLANNER_WITHOUT_SAFETY = """\
-/**/working_memory:
-  ros__parameters:
-    cabins:
-      planner:
-        board_keys: ["goal:*", "pose", "route", "battery", "door:*"]
-        events:
-          kinds: [FAILURE]
-"""
-# The executor's manifest written without the failures.
-EXECUTOR_WITHOUT_FAILURES = """\
-/**/working_memory:
-  ros__parameters:
-    cabins:
-      executor:
-        events:
-          kinds: [ACTION]
-"""
+EXAMPLES = Path(__file__).resolve().parents[2] / 'config' / 'examples'
 
 
 def demo(out, *params):
@@ -61,12 +44,12 @@ def summary_line(stdout, label):
 
 
 def test_a_planner_manifest_without_safety_is_found_patched_and_delivers(tmp_path):
-    robot = tmp_path / 'robot.yaml'
-    robot.write_text(PLANNER_WITHOUT_SAFETY)
+    # The README's three commands, with the example file it names.
+    robot = EXAMPLES / 'planner_without_safety.yaml'
     status, out = demo(tmp_path / 'out', robot)
     assert status == 1 and '== NOT DELIVERED' in out, out
     assert 'constraint_validation (from planner)' in summary_line(out, 'alarms:')
-    bag = tmp_path / 'out' / 'delivery_robot'
+    bag = tmp_path / 'out' / 'delivery_planner_without_safety'
     assert load_run(bag).custom_data[PARAMS_FILES_KEY] == f'["{robot}"]'
 
     patch = tmp_path / 'patch.yaml'
@@ -86,14 +69,13 @@ def test_a_planner_manifest_without_safety_is_found_patched_and_delivers(tmp_pat
 
 
 def test_an_executor_manifest_without_failures_repeats_the_push_and_the_patch_adapts(tmp_path):
-    robot = tmp_path / 'robot.yaml'
-    robot.write_text(EXECUTOR_WITHOUT_FAILURES)
+    robot = EXAMPLES / 'executor_without_failures.yaml'
     _, out = demo(tmp_path / 'out', robot)
     # The executor never sees the push fail, so it pushes again.
     assert 'push, push' in summary_line(out, 'door attempts:'), out
 
     patch = tmp_path / 'patch.yaml'
-    found = suggest(tmp_path / 'out' / 'delivery_robot', patch)
+    found = suggest(tmp_path / 'out' / 'delivery_executor_without_failures', patch)
     assert 'executor: FAILURE of open_door (push): door stuck; repeated after it' in found, found
     assert 'NOT_IN_MANIFEST' in found and 'does NOT fix' not in found, found
     executor = yaml.safe_load(patch.read_text())['/**/working_memory']['ros__parameters'][

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import yaml
 from rclpy.serialization import deserialize_message, serialize_message
 
@@ -321,18 +322,45 @@ def test_the_frame_time_is_the_nodes_to_the_nanosecond(tmp_path):
     assert frame.inputs == {'/board': 3, '/log': 1, '/map': 1}
 
 
-def test_doctor_finds_capacity_alarms_and_the_event_window_that_ends_them(tmp_path, capsys):
+def test_doctor_finds_capacity_alarms_and_the_smallest_capacity_that_ends_them(
+        tmp_path, capsys):
     from working_memory.tools.doctor import doctor
     run = load_run(write_run(tmp_path / 'run', capacity=2))
     result = doctor(run, recorded_settings(run))
 
     assert result.pressure.alarm_ticks == tuple(range(3, TICKS + 1))
     assert result.found and not result.dumb.findings and not result.drift.found
-    # Goal and safety stay (never offered for removal); the exempt CONSTRAINT event can go.
-    (shrink,) = result.pressure.shrinks
-    assert shrink.scope.name.startswith('events') and not shrink.alarm_ticks
+    assert result.pressure.losses == {'pose': 'importance 0.90'}
+    # Goal and safety are never offered for removal, and the 5 s event window is already at
+    # the floor: growing the capacity is what is left, to the smallest that ends it all.
+    (fix,) = result.pressure.fixes
+    assert (fix.kind, fix.values) == ('capacity', {'capacity': 4})
+    assert not fix.alarm_ticks and not fix.losses
     assert inspect.main(['doctor', str(tmp_path / 'run')]) == inspect.FINDS
-    assert 'found: capacity alarms' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert 'found: capacity alarms, costly evictions' in out
+    assert 'capacity 2 -> 4 (the smallest that keeps every costly item, by replay' in out
+
+
+@pytest.mark.parametrize('ages, window_s, needed, floor, expected', [
+    ((1.0, 8.0, 20.0, 40.0), 60.0, 2, 0.0, 8.0),    # keeps the two newest
+    ((1.0, 8.0, 20.0, 40.0), 60.0, 2, 24.5, 25.0),  # never shorter than a decision's event
+    ((1.0, 8.0, 20.0, 40.0), 60.0, 4, 0.0, 5.0),    # never under MIN_EVENT_WINDOW_S
+    ((1.0, 2.0), 5.0, 1, 0.0, None),                # already at the floor: no fix
+    ((1.0, 8.0, 20.0, 40.0), 60.0, 1, 50.0, None),  # the decisions needed it all
+])
+def test_an_event_window_is_shortened_only_as_far_as_the_decisions_allow(
+        ages, window_s, needed, floor, expected):
+    from types import SimpleNamespace
+    from working_memory.tools.doctor import Scope, _shorter_window
+    events = [Event(100.0 - age, EventKind.FAILURE, 'world', f'k{n}', None, seq=n)
+              for n, age in enumerate(ages, 1)]
+    manifest = SimpleNamespace(events=SimpleNamespace(window_s=window_s))
+    step = SimpleNamespace(manifests={'executor': manifest}, frame=SimpleNamespace(
+        stamp=100.0, packs={'executor': SimpleNamespace(events=events)}))
+    keys = tuple(f'event:FAILURE:{e.key}#{e.seq}' for e in events)
+    scope = Scope('executor', 'events', keys, keys, (), 0.4)
+    assert _shorter_window(scope, step, needed, floor) == expected
 
 
 def test_doctor_sees_a_decision_on_a_frame_that_was_not_the_ticks_as_drift(tmp_path, capsys):

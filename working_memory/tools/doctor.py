@@ -9,25 +9,32 @@
    route and the planner's timed replan are one answer), and
    frames the replay does not reproduce from the recorded inputs.
 3. Frequent capacity alarms: check the scoping. Which manifest scope asks for how
-   many items (board globs, event windows; map windows are not working-set items),
-   and how far each would have to shrink to fit the capacity, checked by replay.
-   Tightening a scope is cheaper than growing the capacity.
+   many items (board globs, event windows; map windows are not working-set items).
+   Pressure is real when the capacity alarm fires or an eviction costs something (an
+   item a manifest requires, a wrong decision lacked, or of importance PRESSING or
+   more); forgetting cheap readings is value-based forgetting at work, nothing to fix.
+   Under real pressure the fixes come cheapest first, each checked by replay:
+   tightening a scope nothing in the run needed (a board glob no decision named and
+   no manifest requires; an event window, never shorter than the oldest event a
+   decision named nor MIN_EVENT_WINDOW_S), then growing the capacity. Map windows
+   are no working-set items: no fix touches a radius.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from working_memory.core.assembly import EVENT_ITEM_PREFIX
 from working_memory.core.items import MissingReason
-from working_memory.core.manifest import Manifest, Patterns
+from working_memory.core.manifest import Manifest, Patterns, is_glob
 from working_memory.tools.recording import Run
 from working_memory.tools.replay import (Agreement, Mismatch, Settings, Step, agreement, replay,
                                          tick_text)
-from working_memory.tools.suggest import Suggestions, suggest
+from working_memory.tools.suggest import Suggestions, decision_names, names_event, suggest
 
 EVICTED = MissingReason.EVICTED.value
 SCOPES_CHECKED = 3
@@ -62,13 +69,19 @@ class Scope:
 
 
 @dataclass(frozen=True)
-class Shrink:
-    """A scope narrowed so the asks fit the capacity, and what the replay says it gives."""
+class Fix:
+    """A change that relieves the pressure, and what the replay says it gives.
 
-    scope: Scope
+    `losses` and `evictions` are the run's with the change; `kind` is 'scope' (a
+    manifest scope tightened) or 'capacity'.
+    """
+
+    kind: str
+    cabin: str
     change: str
     values: Mapping[str, object]
     evictions: int
+    losses: Mapping[str, str]
     alarm_ticks: tuple[int, ...]
 
 
@@ -86,12 +99,18 @@ class Pressure:
     asked_range: tuple[int, int]
     scopes: tuple[Scope, ...]
     maps: tuple[str, ...]
-    shrinks: tuple[Shrink, ...]
+    losses: Mapping[str, str]     # costly evictions: key -> why it counts (its first)
+    fixes: tuple[Fix, ...]
 
     @property
     def found(self) -> bool:
         """True when the capacity alarm fired (exempt items alone over capacity)."""
         return bool(self.alarm_ticks)
+
+    @property
+    def pressing(self) -> bool:
+        """True when the pressure costs something: an alarm or a costly eviction."""
+        return bool(self.alarm_ticks or self.losses)
 
 
 @dataclass(frozen=True)
@@ -105,7 +124,7 @@ class Diagnosis:
     @property
     def found(self) -> bool:
         """True when any symptom shows."""
-        return bool(self.dumb.findings) or self.drift.found or self.pressure.found
+        return bool(self.dumb.findings) or self.drift.found or self.pressure.pressing
 
 
 # -- symptom 2 ------------------------------------------------------------------------
@@ -169,12 +188,17 @@ def manifest_matches(pattern: str, key: str) -> bool:
     return Patterns((pattern,)).match(key)
 
 
-def scopes_at(step: Step, cabin: str | None = None) -> list[Scope]:
-    """Return every cabin's scopes at the step, largest first."""
+def scopes_at(step: Step, cabin: str | None = None,
+              evicted: Mapping[str, float] | None = None) -> list[Scope]:
+    """Return every cabin's scopes at the step, largest first.
+
+    `evicted` holds the importance of items evicted before the step (by key).
+    """
     asked = {name: _asked(step, name) for name in step.frame.packs
              if cabin is None or name == cabin}
     exempt = {item.key for item in step.working_set.items() if item.exempt}
-    importance = {record.key: record.importance for record in step.frame.evictions}
+    importance = dict(evicted or {})
+    importance.update((record.key, record.importance) for record in step.frame.evictions)
     importance.update((item.key, item.importance) for item in step.working_set.items())
     scopes: list[Scope] = []
     for name, keys in asked.items():
@@ -204,101 +228,195 @@ def _map_text(step: Step) -> list[str]:
     return texts
 
 
-def _shrink_values(scope: Scope, manifest: Manifest, members: tuple[str, ...], remove: int,
-                   step: Step) -> tuple[str, dict[str, object]]:
-    """Return (description, parameter changes) narrowing `scope` so `remove` of `members` go.
-
-    An event window is shortened past the oldest of them; a board glob becomes the exact
-    keys it keeps (the first in sorted order), or goes when it keeps none.
-    """
-    prefix = f'cabins.{scope.cabin}.'
-    if scope.name.startswith('events'):
-        ages = sorted(step.frame.stamp - stamp for stamp in _event_stamps(step, scope, members))
-        kept = len(ages) - remove
-        window = 0.0 if kept <= 0 else math.floor(ages[kept - 1] * 10 + 1) / 10.0
-        return (f'events.window_s {manifest.events.window_s:g} -> {window:g} s'
-                + (' (no events)' if not window else ''), {prefix + 'events.window_s': window})
-    pattern = scope.name.removeprefix('board_keys ')
-    going = set(sorted(members, reverse=True)[:remove])
-    kept = sorted(k for k in scope.keys if k not in going)
-    board_keys = [p for p in manifest.board_keys if p != pattern] + kept
-    what = (f'board_keys without {pattern}' if not kept else
-            f'board_keys {pattern} -> {len(kept)} exact keys ({", ".join(kept[:3])}'
-            + (', ...' if len(kept) > 3 else '') + ')')
-    return what, {prefix + 'board_keys': board_keys}
+# An evicted item this important is a loss that counts (the manifests' weights: goals,
+# constraints, pose and route weigh 0.7-1.0; background readings 0.05-0.3).
+PRESSING = 0.5
+# [s] no event window is proposed shorter than this: a few seconds of history is the least a
+# cabin that takes events at all can mean.
+MIN_EVENT_WINDOW_S = 5.0
 
 
-def _event_stamps(step: Step, scope: Scope, members: tuple[str, ...]) -> list[float]:
-    wanted = set(members)
-    pack = step.frame.packs[scope.cabin]
-    return [e.stamp for e in pack.events
-            if f'{EVENT_ITEM_PREFIX}{e.kind.value}:{e.key}#{e.seq}' in wanted]
+def _loss(record, manifests: Mapping[str, Manifest], lacked: set[str]) -> str | None:
+    """Return why evicting `record` costs something, or None when it is a cheap forgetting."""
+    required = [name for name, m in manifests.items() if Patterns(m.required).match(record.key)]
+    if required:
+        return f'required by the {", ".join(required)} manifest'
+    if record.key in lacked:
+        return 'lacked by a wrong decision'
+    if record.importance >= PRESSING:
+        return f'importance {record.importance:.2f}'
+    return None
 
 
-def _shrink_plan(scopes: tuple[Scope, ...], needed: int,
-                 exempt_only: bool) -> list[tuple[Scope, tuple[str, ...], int]]:
-    """Return (scope, the keys to narrow among, how many go) for the scopes to check.
-
-    The cheapest scopes (lowest importance) that alone could give `needed` items come
-    first; when none can, the biggest are narrowed as far as they go.
-    """
-    def members(scope: Scope) -> tuple[str, ...]:
-        return scope.exempt if exempt_only else scope.only_here
-
-    def whole(scope: Scope) -> bool:
-        # Goals and safety constraints are exempt for life: never offer to drop a whole glob.
-        return exempt_only and not scope.name.startswith('events') and \
-            len(members(scope)) == len(scope.keys)
-    scopes = tuple(s for s in scopes if not whole(s))
-    able = sorted((s for s in scopes if len(members(s)) >= needed),
-                  key=lambda s: (s.importance, -len(members(s))))
-    if not able:
-        able = sorted((s for s in scopes if members(s)), key=lambda s: -len(members(s)))
-    return [(s, members(s), min(needed, len(members(s)))) for s in able[:SCOPES_CHECKED]]
+def _needed_event_ages(step: Step, names: Mapping[str, tuple[str, ...]]) -> dict[str, float]:
+    """Return per cabin the age [s] of the oldest event in its pack its decision named."""
+    ages = {}
+    for cabin, named in names.items():
+        pack = step.frame.packs.get(cabin)
+        if pack is None or not named:
+            continue
+        for event in pack.events:
+            if names_event(named, event):
+                ages[cabin] = max(ages.get(cabin, 0.0), step.frame.stamp - event.stamp)
+    return ages
 
 
-def pressure(run: Run, settings: Settings, cabin: str | None = None) -> Pressure:
-    """Measure the asks against the capacity; narrow the biggest scopes and replay each."""
+@dataclass
+class _Watch:
+    """What one replay shows of the pressure: alarms, evictions, the costly ones."""
+
+    manifests: Mapping[str, Manifest]
+    lacked: set[str]
+    alarms: list[int] = field(default_factory=list)
+    evictions: int = 0
+    losses: dict[str, str] = field(default_factory=dict)
+    evicted: dict[str, float] = field(default_factory=dict)   # key -> importance
+
+    def step(self, step: Step) -> None:
+        self.evictions += len(step.frame.evictions)
+        if step.frame.capacity_alarm:
+            self.alarms.append(step.recorded.tick)
+        for record in step.frame.evictions:
+            self.evicted[record.key] = record.importance
+            why = _loss(record, self.manifests, self.lacked)
+            if why is not None:
+                self.losses.setdefault(record.key, why)
+
+
+def pressure(run: Run, settings: Settings, cabin: str | None = None,
+             lacked: Iterable[str] = ()) -> Pressure:
+    """Measure the asks against the capacity; under real pressure propose fixes, replayed."""
     capacity = settings.config.capacity
-    alarms, asked_counts = [], []
-    evictions = ticks = 0
+    manifests = settings.manifests()
+    watch = _Watch(manifests, set(lacked))
+    statuses: dict[int, dict[str, tuple[str, ...]]] = {}
+    for status in run.decisions:
+        statuses.setdefault(status.tick, {})[status.cabin] = decision_names(status)
+    asked_counts: list[int] = []
+    floors: dict[str, float] = {}
     peak = None
     for step in replay(run, settings):
-        ticks += 1
-        evictions += len(step.frame.evictions)
-        if step.frame.capacity_alarm:
-            alarms.append(step.recorded.tick)
+        watch.step(step)
+        for name, age in _needed_event_ages(step, statuses.get(step.recorded.tick, {})).items():
+            floors[name] = max(floors.get(name, 0.0), age)
         asked = set().union(*(_asked(step, name) for name in step.frame.packs))
         asked_counts.append(len(asked))
         if peak is None or len(asked) > peak[0]:
             exempt = sum(1 for item in step.working_set.items() if item.exempt)
-            peak = (len(asked), step.recorded.tick, exempt, scopes_at(step, cabin),
-                    _map_text(step), step)
+            peak = (len(asked), step.recorded.tick, exempt,
+                    scopes_at(step, cabin, watch.evicted), _map_text(step), step)
     if peak is None:
-        return Pressure(capacity, (), 0, 0, 0, 0, 0, (0, 0), (), (), ())
+        return Pressure(capacity, (), 0, 0, 0, 0, 0, (0, 0), (), (), {}, ())
     asked, tick, exempt, scopes, maps, step = peak
-    # An alarm wants fewer exempt items; evictions alone fewer items of any kind.
-    needed = exempt - capacity if alarms else asked - capacity
-    shrinks = []
-    if needed > 0:
-        for scope, members, remove in _shrink_plan(tuple(scopes), needed, bool(alarms)):
-            what, values = _shrink_values(scope, step.manifests[scope.cabin], members, remove,
-                                          step)
-            shrinks.append(_replayed_shrink(run, settings, scope, what, values))
-    return Pressure(capacity, tuple(alarms), evictions, ticks, tick, asked, exempt,
-                    (min(asked_counts), max(asked_counts)), tuple(scopes), tuple(maps),
-                    tuple(shrinks))
+    fixes: list[Fix] = []
+    if watch.alarms or watch.losses:
+        needed = exempt - capacity if watch.alarms else asked - capacity
+        for scope_cabin, what, values in _scope_fixes(scopes, step, needed, bool(watch.alarms),
+                                                      floors, watch.losses, statuses):
+            fixes.append(_replayed(run, settings, watch, 'scope', scope_cabin, what, values))
+        fixes = [fix for fix in fixes if _relieves(fix, watch)]
+        fixes.append(_capacity_fix(run, settings, watch, max(asked_counts)))
+    return Pressure(capacity, tuple(watch.alarms), watch.evictions, len(asked_counts), tick,
+                    asked, exempt, (min(asked_counts), max(asked_counts)), tuple(scopes),
+                    tuple(maps), dict(watch.losses), tuple(fixes))
 
 
-def _replayed_shrink(run: Run, settings: Settings, scope: Scope, what: str,
-                     values: Mapping[str, object]) -> Shrink:
-    narrowed = settings.with_values(values, f'{scope.cabin} {what}')
-    evictions, alarms = 0, []
-    for step in replay(run, narrowed):
-        evictions += len(step.frame.evictions)
-        if step.frame.capacity_alarm:
-            alarms.append(step.recorded.tick)
-    return Shrink(scope, what, values, evictions, tuple(alarms))
+def _relieves(fix: Fix, before: _Watch) -> bool:
+    """Return True when the fix ends some costly evictions or capacity alarms."""
+    return len(fix.losses) < len(before.losses) or len(fix.alarm_ticks) < len(before.alarms)
+
+
+def _scope_fixes(scopes: Iterable[Scope], step: Step, needed: int, exempt_only: bool,
+                 floors: Mapping[str, float], losses: Mapping[str, str],
+                 statuses: Mapping[int, Mapping[str, tuple[str, ...]]]):
+    """Yield (cabin, what, parameter values) tightening a scope nothing in the run needed.
+
+    The cheapest scopes (lowest mean importance) first: a board glob of items none of
+    which a manifest requires, a decision named, or was a costly loss goes; an event
+    window is shortened to drop `needed` events, never below its floor.
+    """
+    named = {name for by_cabin in statuses.values() for names in by_cabin.values()
+             for name in names}
+    checked = 0
+    for scope in sorted(scopes, key=lambda s: (s.importance, -len(s.only_here))):
+        if checked == SCOPES_CHECKED:
+            return
+        manifest = step.manifests[scope.cabin]
+        prefix = f'cabins.{scope.cabin}.'
+        if scope.name.startswith('events'):
+            window = _shorter_window(scope, step, needed, floors.get(scope.cabin, 0.0))
+            if window is not None:
+                checked += 1
+                floor = max(MIN_EVENT_WINDOW_S, floors.get(scope.cabin, 0.0))
+                yield scope.cabin, (f'events.window_s {manifest.events.window_s:g} -> '
+                                    f'{window:g} s (the oldest event a decision named was '
+                                    f'{floors.get(scope.cabin, 0.0):.1f} s old; floor '
+                                    f'{floor:g} s)'), {prefix + 'events.window_s': window}
+            continue
+        pattern = scope.name.removeprefix('board_keys ')
+        if (exempt_only or not is_glob(pattern) or scope.exempt
+                or any(Patterns(manifest.required).match(k) for k in scope.keys)
+                or any(k in losses or any(manifest_matches(n, k) or n == k for n in named)
+                       for k in scope.keys)):
+            continue
+        checked += 1
+        board_keys = [p for p in manifest.board_keys if p != pattern]
+        yield scope.cabin, (f'board_keys without {pattern} ({len(scope.keys)} items of mean '
+                            f'importance {scope.importance:.2f}; no decision named one, no '
+                            'manifest requires one)'), {prefix + 'board_keys': board_keys}
+
+
+def _shorter_window(scope: Scope, step: Step, needed: int, floor: float) -> float | None:
+    """Return an event window [s] that leaves `needed` of the scope's events out, or None.
+
+    Never shorter than the oldest event a decision named (`floor`) nor
+    MIN_EVENT_WINDOW_S, in whole seconds; None when that leaves none of them out.
+    """
+    manifest = step.manifests[scope.cabin]
+    wanted = set(scope.only_here)
+    ages = sorted(step.frame.stamp - e.stamp for e in step.frame.packs[scope.cabin].events
+                  if f'{EVENT_ITEM_PREFIX}{e.kind.value}:{e.key}#{e.seq}' in wanted)
+    if not ages:
+        return None
+    kept = max(0, len(ages) - max(needed, 1))
+    window = float(math.ceil(max(MIN_EVENT_WINDOW_S, floor, ages[kept - 1] if kept else 0.0)))
+    # A window that leaves none of them out, or is no shorter, is no fix.
+    return window if window < min(manifest.events.window_s, ages[-1]) else None
+
+
+def _capacity_fix(run: Run, settings: Settings, before: _Watch, most: int) -> Fix:
+    """Return the smallest capacity with no costly eviction and no alarm, found by replay.
+
+    Between today's capacity and `most` (the most items asked for in one tick, which
+    always suffices), by bisection: each try is one replay.
+    """
+    capacity = settings.config.capacity
+
+    def tried(value: int) -> Fix:
+        return _replayed(run, settings, before, 'capacity', '', f'capacity {capacity} -> {value}',
+                         {'capacity': value})
+    low, high = capacity, max(most, capacity + 1)
+    best = tried(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        fix = tried(middle)
+        if fix.losses or fix.alarm_ticks:
+            low = middle
+        else:
+            high, best = middle, fix
+    return dataclasses.replace(best, change=f'{best.change} (the smallest that keeps every '
+                               f'costly item, by replay; the most asked for in one tick: {most})')
+
+
+def _replayed(run: Run, settings: Settings, before: _Watch, kind: str, cabin: str, what: str,
+              values: Mapping[str, object]) -> Fix:
+    """Replay the run with `values`; return the fix with what it gives."""
+    changed = settings.with_values(values, f'{cabin} {what}'.strip())
+    watch = _Watch(changed.manifests(), before.lacked)
+    for step in replay(run, changed):
+        watch.step(step)
+    return Fix(kind, cabin, what, values, watch.evictions, dict(watch.losses),
+               tuple(watch.alarms))
 
 
 # -- all three ------------------------------------------------------------------------
@@ -306,9 +424,9 @@ def _replayed_shrink(run: Run, settings: Settings, scope: Scope, what: str,
 
 def doctor(run: Run, settings: Settings, cabin: str | None = None) -> Diagnosis:
     """Examine the run for the three symptoms."""
-    return Diagnosis(suggest(run, settings, cabin),
-                     drift(run, agreement(run, settings), cabin),
-                     pressure(run, settings, cabin))
+    dumb = suggest(run, settings, cabin)
+    return Diagnosis(dumb, drift(run, agreement(run, settings), cabin),
+                     pressure(run, settings, cabin, {f.key for f in dumb.findings}))
 
 
 def _dumb_lines(result: Suggestions, path: str | Path) -> list[str]:
@@ -372,21 +490,30 @@ def _pressure_lines(found: Pressure) -> list[str]:
     if found.maps:
         lines.append(f'   map windows: {"; ".join(found.maps)}: not working-set items, so no '
                      'radius presses on the capacity')
-    excess = found.peak_asked - found.capacity
-    needed = found.peak_exempt - found.capacity if found.alarm_ticks else excess
-    if found.shrinks:
-        what = 'exempt items' if found.alarm_ticks else 'items'
-        lines.append(f'   to fit, the asks must shrink by {needed} {what}; checked by replay:')
-    for shrink in found.shrinks:
-        alarm = 'never' if not shrink.alarm_ticks else tick_text(shrink.alarm_ticks)
-        lines.append(f'     {shrink.scope.cabin} {shrink.change}: evictions {found.evictions} '
-                     f'-> {shrink.evictions}, capacity alarm {alarm}')
-    if excess <= 0 and not found.alarm_ticks:
-        lines.append('   nothing found: the asks fit the capacity')
-    elif not found.alarm_ticks:
-        lines.append('   no alarm: value-based forgetting keeps what matters (see the '
-                     'evictions with wm-inspect BAG --why KEY)')
+    if found.losses:
+        lines.append(f'   costly evictions: {_losses_text(found.losses)}')
+    if not found.pressing:
+        lines.append('   nothing to fix: ' + (
+            'the asks fit the capacity' if found.peak_asked <= found.capacity else
+            f'every eviction was of an item no manifest requires, no wrong decision lacked, of '
+            f'importance under {PRESSING:g}: value-based forgetting at work'))
+        return lines
+    lines.append('   fixes, cheapest first, each checked by replay (tightening a scope is '
+                 'cheaper than growing the capacity):')
+    for fix in found.fixes:
+        alarm = 'never' if not fix.alarm_ticks else tick_text(fix.alarm_ticks)
+        who = f'{fix.cabin} ' if fix.cabin else ''
+        lines.append(f'     {who}{fix.change}: costly evictions {len(found.losses)} -> '
+                     f'{len(fix.losses)}, evictions {found.evictions} -> {fix.evictions}, '
+                     f'capacity alarm {alarm}'
+                     + (f' (still: {_losses_text(fix.losses)})' if fix.losses else ''))
     return lines
+
+
+def _losses_text(losses: Mapping[str, str]) -> str:
+    shown = [f'{key} ({why})' for key, why in list(losses.items())[:SHOWN]]
+    more = len(losses) - SHOWN
+    return ', '.join(shown) + (f', ... and {more} more' if more > 0 else '')
 
 
 def format_doctor(result: Diagnosis, path: str | Path) -> str:
@@ -397,6 +524,8 @@ def format_doctor(result: Diagnosis, path: str | Path) -> str:
     lines += _pressure_lines(result.pressure) + ['']
     verdict = [name for name, found in (('suddenly dumb', bool(result.dumb.findings)),
                                         ('decision drift', result.drift.found),
-                                        ('capacity alarms', result.pressure.found)) if found]
+                                        ('capacity alarms', result.pressure.found),
+                                        ('costly evictions', bool(result.pressure.losses)))
+               if found]
     lines.append('found: ' + ', '.join(verdict) if verdict else 'found: nothing')
     return '\n'.join(lines)

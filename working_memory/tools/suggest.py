@@ -215,6 +215,22 @@ def _repeats(event: Event, tick: int, detail: Mapping,
     return found
 
 
+def decision_names(status: DecisionRecord) -> tuple[str, ...]:
+    """Return the keys, globs and actions a decision names as what it acted on or needed."""
+    detail = status.detail if isinstance(status.detail, Mapping) else {}
+    action = _action(status)
+    names = ([action[0]] if action else []) + _needs(detail) + list(_hold_names(status))
+    constraints = detail.get('constraints')
+    if isinstance(constraints, list):
+        names += [name for name in constraints if isinstance(name, str)]
+    return tuple(dict.fromkeys(names))
+
+
+def names_event(names: Iterable[str], event: Event) -> bool:
+    """Return True when one of a decision's `names` covers `event` (its key or its kind)."""
+    return any(_names_it(name, event.key, event) for name in names)
+
+
 def _hold_names(status: DecisionRecord) -> tuple[str, ...]:
     """Return the keys a hold names: its `missing` keys, else the key its reason starts with."""
     detail = status.detail if isinstance(status.detail, Mapping) else {}
