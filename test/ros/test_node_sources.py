@@ -58,10 +58,23 @@ def amcl(x, now, frame='map'):
 
 def goal_status(status, accepted):
     """Return the status array of one goal accepted at `accepted` [s] (its events' stamp)."""
-    msg = GoalStatusArray(status_list=[GoalStatus(status=status)])
-    msg.status_list[0].goal_info.goal_id.uuid[0] = 7
-    stamped(msg.status_list[0].goal_info, accepted)
+    return goal_statuses((7, status, accepted))
+
+
+def goal_statuses(*goals):
+    """Return the status array of goals (uuid's first byte, status, accepted [s])."""
+    msg = GoalStatusArray(status_list=[GoalStatus(status=status) for _, status, _ in goals])
+    for goal, (ident, _, accepted) in zip(msg.status_list, goals):
+        goal.goal_info.goal_id.uuid[0] = ident
+        stamped(goal.goal_info, accepted)
     return msg
+
+
+def goal_pose(x, now):
+    """Return a /goal_pose at x [m], stamped `now` [s]."""
+    goal = stamped(PoseStamped(), now)
+    goal.pose.position.x, goal.pose.orientation.w = x, 1.0
+    return goal
 
 
 def pack_items(frame, cabin):
@@ -92,9 +105,7 @@ def test_each_nav2_mapping_fed_its_real_type_fills_the_packs(start_memory, tmp_p
     pubs = publishers(probe)
     probe.wait_matched(*pubs.values())
     now = node.get_clock().now().nanoseconds * 1e-9
-    goal = stamped(PoseStamped(), now)
-    goal.pose.position.x, goal.pose.orientation.w = 5.0, 1.0
-    pubs['goal'].publish(goal)
+    pubs['goal'].publish(goal_pose(5.0, now))
     plan = stamped(PathMsg(), now)
     plan.poses = [stamped(PoseStamped(), now) for _ in range(500)]
     for index, pose in enumerate(plan.poses):
@@ -196,6 +207,39 @@ def test_an_aborted_navigation_gives_one_failure_event(start_memory, tmp_path, s
     frame = probe.wait_frame()
     assert _named(events_of(frame, 'planner')).count(('FAILURE', 'navigate_to_pose')) == 1
     assert _named(events_of(frame, 'planner')).count(('ACTION', 'navigate_to_pose')) == 1
+
+
+def test_the_current_goal_follows_the_newest_goal_through_a_preemption(start_memory, tmp_path):
+    node, probe = start_memory({'sources_file': relative_nav2(tmp_path), **SOURCES})
+    pubs = publishers(probe)
+    probe.wait_matched(pubs['status'], pubs['goal'])
+    taken = {'count': 0}
+
+    def status(*goals):
+        # Each status array taken by the node before the next (it may skip none).
+        pubs['status'].publish(goal_statuses(*goals))
+        taken['count'] += 1
+        probe.status('sources', lambda s: probe.values(s)['navigate.received']
+                     == str(taken['count']))
+        return pack_items(probe.wait_frame(), 'planner').get('goal:current')
+
+    a, b = 1, 2
+    t = node.get_clock().now().nanoseconds * 1e-9
+    pubs['goal'].publish(goal_pose(1.0, t))
+    probe.wait_frame(lambda f: pack_items(f, 'planner').get('goal:current', {}).get('x') == 1.0)
+    assert status((a, GoalStatus.STATUS_EXECUTING, t))['x'] == 1.0
+    # A second goal replaces the first: Nav2 accepts B, then aborts A (a client cancels it).
+    pubs['goal'].publish(goal_pose(2.0, t + 1.0))
+    probe.wait_frame(lambda f: pack_items(f, 'planner').get('goal:current', {}).get('x') == 2.0)
+    assert status((a, GoalStatus.STATUS_EXECUTING, t),
+                  (b, GoalStatus.STATUS_ACCEPTED, t + 1.0))['x'] == 2.0
+    assert status((a, GoalStatus.STATUS_ABORTED, t), (b, GoalStatus.STATUS_EXECUTING, t + 1.0),
+                  (3, GoalStatus.STATUS_CANCELED, t - 1.0))['x'] == 2.0
+    assert status((a, GoalStatus.STATUS_ABORTED, t),
+                  (b, GoalStatus.STATUS_SUCCEEDED, t + 1.0)) is None
+    frame = probe.wait_frame()
+    assert 'goal:current' not in pack_items(frame, 'planner')
+    assert _named(events_of(frame, 'planner')).count(('FAILURE', 'navigate_to_pose')) == 2
 
 
 def test_an_unknown_type_or_field_fails_configure_naming_it(start_memory, tmp_path, capfd):
