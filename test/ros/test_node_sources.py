@@ -1,7 +1,8 @@
 """The node takes typed-topic sources itself (sources_file): real message types over DDS.
 
 The shipped config/sources/nav2.yaml, its topics made relative so they resolve in the
-test's namespace, fed its real message types at robot rates through a running node.
+test's namespace, fed its real message types at robot rates through a running node; and
+goal_relay_node, which holds a goal published once for the node's restart.
 """
 
 import json
@@ -19,6 +20,7 @@ from rclpy.serialization import serialize_message
 from sensor_msgs.msg import BatteryState
 
 from working_memory.msg import LogEvent
+from working_memory.relay.goal_relay_node import GoalRelayNode
 from working_memory.ros import typestore
 from working_memory.sim.conversions import odometry_msg
 from working_memory.tools.recorder_node import RecorderNode
@@ -240,6 +242,55 @@ def test_the_current_goal_follows_the_newest_goal_through_a_preemption(start_mem
     frame = probe.wait_frame()
     assert 'goal:current' not in pack_items(frame, 'planner')
     assert _named(events_of(frame, 'planner')).count(('FAILURE', 'navigate_to_pose')) == 2
+
+
+def restart(node, probe):
+    """Clean the node up, configure and activate it again; return its first frame done re-reading.
+
+    The frame of a new node start (`started`) whose writers' answers are in.
+    """
+    started = probe.wait_frame().started
+    for transition in (node.trigger_deactivate, node.trigger_cleanup, node.trigger_configure,
+                       node.trigger_activate):
+        assert transition() == TransitionCallbackReturn.SUCCESS, transition
+    return probe.wait_frame(lambda f: f.started != started and not f.resyncing)
+
+
+def start_relay(add_node, context, namespace, sources_file):
+    return add_node(GoalRelayNode(namespace=namespace, context=context, parameter_overrides=[
+        Parameter('sources_file', value=sources_file)]))
+
+
+def test_a_goal_published_once_comes_back_after_a_restart_from_the_relay(
+        start_memory, tmp_path, add_node, context, namespace, spin_until):
+    sources_file = relative_nav2(tmp_path)
+    node, probe = start_memory({'sources_file': sources_file, **SOURCES})
+    relay = start_relay(add_node, context, namespace, sources_file)
+    goal = probe.node.create_publisher(PoseStamped, 'goal_pose', 10)   # as RViz2: volatile
+    assert spin_until(lambda: goal.get_subscription_count() == 2)
+    goal.publish(goal_pose(4.0, node.get_clock().now().nanoseconds * 1e-9))
+    probe.wait_frame(lambda f: 'goal:current' in pack_items(f, 'planner'))
+    assert spin_until(lambda: 'goal:current' in relay.board.standing)
+    probe.node.destroy_publisher(goal)
+    frame = restart(node, probe)
+    assert pack_items(frame, 'planner')['goal:current'] == {'x': 4.0, 'y': 0.0, 'yaw': 0.0}
+
+
+def test_the_relay_lets_the_goal_go_when_the_newest_navigation_goal_ends(
+        start_memory, tmp_path, add_node, context, namespace, spin_until):
+    sources_file = relative_nav2(tmp_path)
+    node, probe = start_memory({'sources_file': sources_file, **SOURCES})
+    relay = start_relay(add_node, context, namespace, sources_file)
+    pubs = publishers(probe)
+    assert spin_until(lambda: pubs['goal'].get_subscription_count() == 2
+                      and pubs['status'].get_subscription_count() == 2)
+    now = node.get_clock().now().nanoseconds * 1e-9
+    pubs['goal'].publish(goal_pose(4.0, now))
+    assert spin_until(lambda: 'goal:current' in relay.board.standing)
+    pubs['status'].publish(goal_statuses((1, GoalStatus.STATUS_SUCCEEDED, now)))
+    assert spin_until(lambda: 'goal:current' not in relay.board.standing)
+    frame = restart(node, probe)
+    assert 'goal:current' not in pack_items(frame, 'planner')
 
 
 def test_an_unknown_type_or_field_fails_configure_naming_it(start_memory, tmp_path, capfd):

@@ -20,7 +20,7 @@ from sensor_msgs.msg import BatteryState
 from working_memory.core.items import EventKind
 from working_memory.ros.memory import build_memory
 from working_memory.ros.source_map import (SourceError, SourceMap, Sources, load_sources,
-                                           parse_sources, sources_status)
+                                           parse_sources, select_sources, sources_status)
 from working_memory.ros.sources import describe
 from working_memory.ros.typestore import installed_typestore, register_decodable
 from working_memory.sim.conversions import odometry_msg
@@ -180,6 +180,14 @@ def test_newest_needs_each_and_a_time_or_number_field(change, named):
     with pytest.raises(SourceError, match='sources.nav.board') as error:
         parse_sources({'sources': {'nav': source}}, describe)
     assert named in str(error.value)
+
+
+def test_sources_are_selected_by_name_and_an_unknown_name_is_refused_naming_the_closest():
+    specs = nav2().values()
+    assert [spec.topic for spec in select_sources(specs, ['goal', 'navigate', 'goal'])] == [
+        '/goal_pose', '/navigate_to_pose/_action/status']
+    with pytest.raises(SourceError, match="no source 'gaol' .did you mean goal"):
+        select_sources(specs, ['gaol'])
 
 
 def test_diagnostics_fire_on_transitions_into_error_and_stale():

@@ -342,6 +342,17 @@ def parse_sources(document: Any, describe: Describe) -> tuple[SourceSpec, ...]:
     return tuple(specs)
 
 
+def select_sources(specs: Iterable[SourceSpec], names: Iterable[str],
+                   where: str = 'sources') -> tuple[SourceSpec, ...]:
+    """Return the sources of `specs` that `names` names; SourceError names an unknown one."""
+    by_name = {spec.name: spec for spec in specs}
+    for name in names:
+        if name not in by_name:
+            raise SourceError(f'{where}: the sources file has no source {name!r}'
+                              + did_you_mean(name, by_name))
+    return tuple(by_name[name] for name in dict.fromkeys(names))
+
+
 def _source(name: str, body: Any, describe: Describe) -> SourceSpec:
     where = f'sources.{name}'
     body = _fields(body, SOURCE_FIELDS, where)
