@@ -140,8 +140,8 @@ def background():
             process.wait()
 
 
-def test_readme_quick_start_runs_as_typed_in_the_shell_it_opens(probe, ros2_daemon, background,
-                                                                 tmp_path):
+def test_readme_quick_start_runs_as_typed_in_the_shell_it_opens(
+        probe, ros2_daemon, background, tmp_path):
     _, node_command, *commands = quick_start_commands()
     assert node_command.startswith('ros2 run working_memory working_memory_node')
     assert sorted({expectation(command) for command in commands}) == sorted(EXPECTED), \
