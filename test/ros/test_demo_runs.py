@@ -269,6 +269,7 @@ def test_a_restart_mid_run_is_survived_replayed_and_marked_on_the_time_axis(
     run = load_run(bag)
     restart, = run.recording.restarts
     assert restart.tick == 1 and restart.start_id != run.recording.frames[0].start_id
+    assert restart.restart and not run.recording.frames[0].restart   # the first is a start
     assert {'/board', '/log', '/map', '/resync/answer'} <= set(run.message_ids)
     last = [frame for frame in run.recording.frames if frame.start_id == restart.start_id][-1]
     assert {topic for topic, _, _ in last.input_starts} >= {'/board', '/map', '/resync/answer'}
