@@ -1,12 +1,12 @@
 """The package's rooms import one way, and every room's pure logic imports no ROS.
 
-core <- ros <- client <- decision / sim / tools <- trees <- bench / demo: a module may import
-its own room and the rooms below it, never a room above or beside it. The product
+core <- ros <- client <- decision / sim / tools / relay <- trees <- bench / demo: a module may
+import its own room and the rooms below it, never a room above or beside it. The product
 (core, ros, client) therefore imports none of the reference cabins, the simulator,
-the tools or the demo. A module is a ROS face when its name says so (node, qos, spin, ticking,
-conversions, parameters, client, views, window_topics, diagnostics_topic, *_node, the demo);
-every other module must not reach rclpy or a message package, directly or through the modules
-it imports.
+the tools, the relays or the demo. A module is a ROS face when its name says so (node, qos,
+spin, ticking, conversions, parameters, client, views, window_topics, diagnostics_topic,
+*_node, the demo); every other module must not reach rclpy or a message package, directly
+or through the modules it imports.
 """
 
 import ast
@@ -21,8 +21,8 @@ import working_memory.core
 
 PACKAGE_DIR = pathlib.Path(working_memory.core.__file__).resolve().parents[1]
 SOURCE_DIR = pathlib.Path(__file__).resolve().parents[1] / 'working_memory'
-LEVELS = {'core': 0, 'ros': 1, 'client': 2, 'decision': 3, 'sim': 3, 'tools': 3, 'trees': 4,
-          'bench': 5, 'demo': 5}
+LEVELS = {'core': 0, 'ros': 1, 'client': 2, 'decision': 3, 'sim': 3, 'tools': 3, 'relay': 3,
+          'trees': 4, 'bench': 5, 'demo': 5}
 ROS_FACES = {'node', 'qos', 'spin', 'ticking', 'conversions', 'parameters', 'client', 'views',
              'window_topics', 'diagnostics_topic', 'sources'}
 ROS_MODULES = ('rclpy', 'rosidl_parser', 'rosidl_runtime_py', 'rcl_interfaces',
@@ -115,7 +115,7 @@ def test_the_direction_check_reports_an_upward_and_a_sideways_import():
 
 def test_the_product_imports_none_of_the_examples():
     product = [name for name in MODULES if _room(name) in ('core', 'ros', 'client')]
-    examples = ('decision', 'sim', 'tools', 'bench', 'trees', 'demo')
+    examples = ('decision', 'sim', 'tools', 'relay', 'bench', 'trees', 'demo')
     offenders = sorted(f'{name} reaches {imported}' for name in product
                        for imported in _reach(name) if _room(imported) in examples)
     assert not offenders, '\n'.join(offenders)

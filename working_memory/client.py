@@ -430,7 +430,19 @@ class BoardWriter(_Writer):
 
         `stamp` [s] is the update's (the node clock's now when None).
         """
-        entries, removed_keys = list(entries), list(removed_keys)
+        self._publisher.publish(self._keep(list(entries), list(removed_keys), stamp))
+
+    def hold(self, entries: Iterable[BoardEntry], removed_keys: Iterable[str] = ()) -> None:
+        """Keep core BoardEntry objects and removals as standing state, publishing nothing.
+
+        For state the working memory takes live another way (a relay of a source's topic
+        that the node subscribes itself, `goal_relay_node`): only a resync answer sends it.
+        """
+        self._keep(list(entries), list(removed_keys), None)
+
+    def _keep(self, entries: list[BoardEntry], removed_keys: list[str],
+              stamp: float | None) -> BoardUpdate:
+        """Check entries and removals, keep them as standing state; return their BoardUpdate."""
         for entry in entries:
             if not isinstance(entry, BoardEntry):
                 raise ValueError(f'entries: must be BoardEntry objects, got {entry!r}')
@@ -439,7 +451,7 @@ class BoardWriter(_Writer):
             for key in removed_keys:
                 self._standing.pop(key, None)
             self._standing.update((entry.key, entry) for entry in entries)
-        self._publisher.publish(msg)
+        return msg
 
     def _entry(self, key: str, value: Any, importance: float, tags: tuple[str, ...],
                ttl_s: float, stamp: float) -> BoardEntry:

@@ -89,6 +89,16 @@ def test_marking_turns_never_seen_into_resyncing_and_the_digests_follow():
     assert mark_resyncing(frame, resyncing_detail(1.5)).digest == marked.digest
 
 
+def test_a_start_asks_the_writers_and_only_a_restart_says_it_is_one():
+    assert resyncing_detail(1.5) == (
+        'not heard since the node started at 1.500 s: it asks the writers')
+    assert resyncing_detail(1.5, restart=True) == (
+        'not heard since the node started at 1.500 s: it re-reads the writers (a restart)')
+    frame = frame_without_goal()
+    assert mark_resyncing(frame, resyncing_detail(1.5, restart=True)).digest != \
+        mark_resyncing(frame, resyncing_detail(1.5)).digest
+
+
 def test_a_frame_with_nothing_never_seen_is_left_as_it_is():
     frame = frame_without_goal()
     complete = mark_resyncing(mark_resyncing(frame, 'x'), 'x')

@@ -7,7 +7,7 @@ from working_memory.core.items import Event, EventKind, Missing, MissingReason
 from working_memory.core.pack_view import PackView
 from working_memory.decision.monitor import TearingMonitor
 from working_memory.trees import (Decide, KeyFresh, KeyPresent, NotMissingFor, TreeDecisions,
-                                  WorkingMemoryToBlackboard)
+                                  WorkingMemoryToBlackboard, why_missing)
 from working_memory.trees.blackboard import ExposureConflict, PackExposure
 
 Status = py_trees.common.Status
@@ -209,14 +209,24 @@ def test_a_drop_category_note_explains_a_key_it_covers():
                                           '[note on board:safety:*]')
 
 
-def test_key_present_succeeds_on_a_present_key_and_explains_an_unrequired_one():
+def test_key_present_succeeds_on_a_present_key_and_names_what_the_pack_holds_instead():
     tree = tree_of(WorkingMemoryToBlackboard('planner', Source(pack(2))),
                    py_trees.composites.Selector('any', memory=False, children=[
+                       current := KeyPresent('goal:current', 'planner'),
                        absent := KeyPresent('battery', 'planner'),
                        present := KeyPresent('pose', 'planner')]))
     tree.tick()
-    assert present.status is Status.SUCCESS
-    assert absent.feedback_message.startswith('battery: not in the planner pack of tick 2')
+    assert present.status is Status.SUCCESS and current.status is Status.FAILURE
+    # A required goal:* met by goal:deliver leaves no note on goal:current.
+    assert current.feedback_message == ('goal:current: not in the planner pack of tick 2; of '
+                                        'goal:* it holds goal:deliver (no missing note on '
+                                        'goal:current)')
+    assert absent.feedback_message == (
+        'battery: not in the planner pack of tick 2 (no missing note: its manifest requires it '
+        'neither by name nor by a glob that no key met)')
+    held = ['obj:4', 'obj:1', 'obj:3', 'obj:2', 'objective']
+    assert why_missing('obj:9', 'planner', 3, 0.0, {}, held).endswith(
+        'of obj:* it holds obj:1, obj:2, obj:3 and 1 more (no missing note on obj:9)')
 
 
 def test_a_condition_without_a_pack_on_the_blackboard_says_so():

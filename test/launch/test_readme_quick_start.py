@@ -1,10 +1,13 @@
-"""README.md's five-minute quick start, run as it stands with the real ros2 CLI.
+"""README.md's five-minute quick start, run as a user types it, with the real ros2 CLI.
 
 The commands are read from the section's code block, so an edit to the README that
 breaks them, or a command added without an expectation here, fails this test. The
-one substitution: the first command (the node, "terminal 1") runs in the background.
-Before it, the harness starts the ros2 daemon (which the CLI verbs use) and waits until
-the daemon sees the node; it stops the daemon at the end. Every command has a timeout.
+block's first line opens the shell the user types in (`tools/rosenv bash`); every other
+command runs in that shell, started from the repository's root with the environment of a
+fresh terminal (no venv, no ROS 2 setup on PATH; only this run's DDS domain). The one
+substitution: the node's command ("terminal 1") runs in the background. Before it, the
+harness starts the ros2 daemon (which the CLI verbs use) and waits until the daemon sees
+the node; it stops the daemon at the end. Every command has a timeout.
 """
 
 import os
@@ -26,6 +29,12 @@ from working_memory.ros.qos import frame_qos  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NODE = '/working_memory'
+# A fresh terminal's PATH: ros2 and the package come from the shell the README opens.
+TERMINAL_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+# What a fresh terminal keeps of this run's environment: who and where, the DDS domain, and
+# the venv and build `make` chose (tools/rosenv finds them by itself without these).
+KEPT = ('HOME', 'USER', 'LANG', 'LC_ALL', 'TERM', 'ROS_DOMAIN_ID',
+        'ROS_AUTOMATIC_DISCOVERY_RANGE', 'WM_VENV', 'WM_BUILD')
 COMMAND_TIMEOUT_S = 30.0   # bounds a hung command, never a timing assertion
 # What each README command must print, by the start of the command.
 EXPECTED = {
@@ -46,7 +55,10 @@ EXPECTED = {
 
 
 def quick_start_commands():
-    """Return the shell commands of README.md's quick-start code block, in order."""
+    """Return the shell commands of README.md's quick-start code block, in order.
+
+    The first opens the shell the others are typed in.
+    """
     readme = (ROOT / 'README.md').read_text()
     section = readme.split('## Five-minute quick start', 1)[1].split('\n## ', 1)[0]
     block = re.search(r'```bash\n(.*?)```', section, re.S).group(1)
@@ -73,9 +85,21 @@ def expectation(command):
     return max(keys, key=len)
 
 
+def in_shell(command):
+    """Return the argv and environment of `command` typed in the README's shell.
+
+    The shell is opened from the repository's root in a fresh terminal's environment.
+    """
+    shell = shlex.split(quick_start_commands()[0], comments=True)
+    assert shell[0] == 'tools/rosenv', f'the quick start opens no tools/rosenv shell: {shell}'
+    env = {name: os.environ[name] for name in KEPT if name in os.environ}
+    return [*shell, '-c', command], {**env, 'PATH': TERMINAL_PATH}
+
+
 def run(command):
-    """Run `command` with bash; return its output, failing on a non-zero exit."""
-    done = subprocess.run(['bash', '-c', command], capture_output=True, text=True,
+    """Run `command` in the README's shell; return its output, failing on a non-zero exit."""
+    argv, env = in_shell(command)
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=COMMAND_TIMEOUT_S)
     output = done.stdout + done.stderr
     assert done.returncode == 0, f'{command!r} exited {done.returncode}:\n{output}'
@@ -87,17 +111,22 @@ def ros2_daemon():
     """Start the ros2 daemon of this domain; stop it after the test."""
     run('ros2 daemon start')
     yield
-    subprocess.run(['ros2', 'daemon', 'stop'], capture_output=True, timeout=COMMAND_TIMEOUT_S)
+    argv, env = in_shell('ros2 daemon stop')
+    subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, timeout=COMMAND_TIMEOUT_S)
 
 
 @pytest.fixture
 def background():
-    """Return start(command): run `command` in a session of its own, stopped after the test."""
+    """Return start(command): `command` in the README's shell, in a session of its own.
+
+    Stopped after the test.
+    """
     started = []
 
     def start(command, log_path):
+        argv, env = in_shell(command)
         with open(log_path, 'w') as log:
-            started.append(subprocess.Popen(['bash', '-c', command], stdout=log,
+            started.append(subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log,
                                             stderr=subprocess.STDOUT, start_new_session=True))
         return started[-1]
     yield start
@@ -111,8 +140,9 @@ def background():
             process.wait()
 
 
-def test_readme_quick_start_runs_verbatim(probe, ros2_daemon, background, tmp_path):
-    node_command, *commands = quick_start_commands()
+def test_readme_quick_start_runs_as_typed_in_the_shell_it_opens(
+        probe, ros2_daemon, background, tmp_path):
+    _, node_command, *commands = quick_start_commands()
     assert node_command.startswith('ros2 run working_memory working_memory_node')
     assert sorted({expectation(command) for command in commands}) == sorted(EXPECTED), \
         'an expectation here matches no README command'

@@ -77,6 +77,18 @@ def test_the_summary_names_the_time_limit_that_stopped_an_undelivered_run():
     assert parse_args([]).wall_time_limit == 80.0
 
 
+def test_a_delivery_is_told_at_its_event_time_and_the_run_end_beside_it():
+    delivered = outcome(delivered=True, delivered_at_s=35.62, sim_time_s=37.8,
+                        wall_time_s=20.0, ticks=376)
+    assert summary(delivered, {}, False).splitlines()[1] == (
+        '== DELIVERED at 35.6 s sim time (run stopped at 37.8 s, 20.0 s wall), 376 ticks')
+    unseen = outcome(delivered=True, sim_time_s=37.8, wall_time_s=20.0, ticks=376)
+    assert summary(unseen, {}, False).splitlines()[1] == (
+        '== DELIVERED (run stopped at 37.8 s sim time, 20.0 s wall), 376 ticks')
+    assert summary(outcome(wall_time_s=3.0), {}, False).splitlines()[1] == (
+        '== NOT DELIVERED after 12.0 s sim time (3.0 s wall), 120 ticks')
+
+
 def test_a_drop_run_ends_as_intended_when_the_robot_stays_safe():
     drops = {'planner': ('safety:*',)}
     assert exit_code(outcome(delivered=False), drops, False, True) == EXIT_OK

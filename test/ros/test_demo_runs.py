@@ -13,7 +13,7 @@ import pytest
 import yaml
 from rosbags.typesys.base import Nodetype
 
-from working_memory.demo.cli import hints
+from working_memory.demo.cli import hints, summary
 from working_memory.demo.scenario import ScenarioOptions, parse_drops, run_scenario
 from working_memory.tools.bag import BagReader
 from working_memory.tools.recording import load_recording, load_run
@@ -33,12 +33,17 @@ WALL_LIMIT_S = 120.0
 
 
 @pytest.fixture(scope='module')
-def baseline(context, tmp_path_factory):
+def baseline_run(context, tmp_path_factory):
     bag = tmp_path_factory.mktemp('runs') / 'baseline'
     outcome = run_scenario(ScenarioOptions(bag_path=bag, wall_time_limit_s=WALL_LIMIT_S),
                            context=context)
     assert outcome.delivered, outcome
-    return bag
+    return outcome, bag
+
+
+@pytest.fixture(scope='module')
+def baseline(baseline_run):
+    return baseline_run[1]
 
 
 @pytest.fixture(scope='module')
@@ -62,10 +67,14 @@ def section(page, element_id):
     return page[start:page.index('</section>', start)]
 
 
-def test_baseline_report_tells_the_delivery_the_failure_and_the_map(baseline):
+def test_baseline_report_tells_the_delivery_the_failure_and_the_map(baseline_run):
+    run, baseline = baseline_run
     page = report_of(baseline)
     outcome = section(page, 'outcome')
-    assert 'class="delivered"' in page and 'DELIVERED at t=' in outcome
+    # The demo's summary and the report tell one delivery time: the world's event's.
+    delivered_at = f'{run.delivered_at_s:.1f}'
+    assert f'DELIVERED at {delivered_at} s sim time' in summary(run, {}, False)
+    assert 'class="delivered"' in page and f'DELIVERED at t={delivered_at} s' in outcome
     assert 'after 1 failed open_door' in outcome and 'zone violations 0' in outcome
     setup = section(page, 'setup')
     assert '<th>seed</th><td>7</td>' in setup and '<th>drops</th><td>none</td>' in setup
@@ -269,6 +278,7 @@ def test_a_restart_mid_run_is_survived_replayed_and_marked_on_the_time_axis(
     run = load_run(bag)
     restart, = run.recording.restarts
     assert restart.tick == 1 and restart.start_id != run.recording.frames[0].start_id
+    assert restart.restart and not run.recording.frames[0].restart   # the first is a start
     assert {'/board', '/log', '/map', '/resync/answer'} <= set(run.message_ids)
     last = [frame for frame in run.recording.frames if frame.start_id == restart.start_id][-1]
     assert {topic for topic, _, _ in last.input_starts} >= {'/board', '/map', '/resync/answer'}

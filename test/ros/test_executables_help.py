@@ -19,6 +19,7 @@ EXECUTABLES = [
     ('working_memory.sim.sim_node', 'sim_world_node', 'real_time_factor'),
     ('working_memory.sim.mission_node', 'mission_node', 'zone_polygon'),
     ('working_memory.tools.recorder_node', 'recorder_node', 'bag_path'),
+    ('working_memory.relay.goal_relay_node', 'goal_relay_node', 'sources_file'),
 ]
 # [s] bounds an executable that started instead of answering; rclpy's import takes seconds
 TIMEOUT_S = 60.0

@@ -41,6 +41,26 @@ def test_transitions_walk_through_every_state(start_memory):
     assert state_id(node) == State.PRIMARY_STATE_FINALIZED
 
 
+def test_the_first_configure_is_a_start_and_a_configure_after_cleanup_a_restart(start_memory):
+    node, probe = start_memory()   # no writer answers: the re-reading lasts its 5 s bound
+
+    def resyncing_note(frame):
+        (pack,) = [pack for pack in frame.packs if pack.cabin == 'planner']
+        (note,) = [note for note in pack.missing if note.key == 'pose']
+        assert note.reason == MissingItem.RESYNCING
+        return note.detail
+    first = probe.wait_frame(lambda frame: frame.resyncing)
+    assert not first.restart
+    assert resyncing_note(first).startswith('not heard since the node started at ')
+    assert 'restart' not in resyncing_note(first)
+    for transition in (node.trigger_deactivate, node.trigger_cleanup, node.trigger_configure,
+                       node.trigger_activate):
+        assert transition() == SUCCESS
+    again = probe.wait_frame(lambda frame: frame.start_id != first.start_id and frame.resyncing)
+    assert again.restart
+    assert resyncing_note(again).endswith(': it re-reads the writers (a restart)')
+
+
 def test_deactivate_stops_ticking_and_keeps_the_state(start_memory, spin_until):
     node, probe = start_memory()
     last = probe.wait_frame()

@@ -1,7 +1,8 @@
 """The node takes typed-topic sources itself (sources_file): real message types over DDS.
 
 The shipped config/sources/nav2.yaml, its topics made relative so they resolve in the
-test's namespace, fed its real message types at robot rates through a running node.
+test's namespace, fed its real message types at robot rates through a running node; and
+goal_relay_node, which holds a goal published once for the node's restart.
 """
 
 import json
@@ -19,6 +20,7 @@ from rclpy.serialization import serialize_message
 from sensor_msgs.msg import BatteryState
 
 from working_memory.msg import LogEvent
+from working_memory.relay.goal_relay_node import GoalRelayNode
 from working_memory.ros import typestore
 from working_memory.sim.conversions import odometry_msg
 from working_memory.tools.recorder_node import RecorderNode
@@ -58,10 +60,23 @@ def amcl(x, now, frame='map'):
 
 def goal_status(status, accepted):
     """Return the status array of one goal accepted at `accepted` [s] (its events' stamp)."""
-    msg = GoalStatusArray(status_list=[GoalStatus(status=status)])
-    msg.status_list[0].goal_info.goal_id.uuid[0] = 7
-    stamped(msg.status_list[0].goal_info, accepted)
+    return goal_statuses((7, status, accepted))
+
+
+def goal_statuses(*goals):
+    """Return the status array of goals (uuid's first byte, status, accepted [s])."""
+    msg = GoalStatusArray(status_list=[GoalStatus(status=status) for _, status, _ in goals])
+    for goal, (ident, _, accepted) in zip(msg.status_list, goals):
+        goal.goal_info.goal_id.uuid[0] = ident
+        stamped(goal.goal_info, accepted)
     return msg
+
+
+def goal_pose(x, now):
+    """Return a /goal_pose at x [m], stamped `now` [s]."""
+    goal = stamped(PoseStamped(), now)
+    goal.pose.position.x, goal.pose.orientation.w = x, 1.0
+    return goal
 
 
 def pack_items(frame, cabin):
@@ -92,9 +107,7 @@ def test_each_nav2_mapping_fed_its_real_type_fills_the_packs(start_memory, tmp_p
     pubs = publishers(probe)
     probe.wait_matched(*pubs.values())
     now = node.get_clock().now().nanoseconds * 1e-9
-    goal = stamped(PoseStamped(), now)
-    goal.pose.position.x, goal.pose.orientation.w = 5.0, 1.0
-    pubs['goal'].publish(goal)
+    pubs['goal'].publish(goal_pose(5.0, now))
     plan = stamped(PathMsg(), now)
     plan.poses = [stamped(PoseStamped(), now) for _ in range(500)]
     for index, pose in enumerate(plan.poses):
@@ -196,6 +209,88 @@ def test_an_aborted_navigation_gives_one_failure_event(start_memory, tmp_path, s
     frame = probe.wait_frame()
     assert _named(events_of(frame, 'planner')).count(('FAILURE', 'navigate_to_pose')) == 1
     assert _named(events_of(frame, 'planner')).count(('ACTION', 'navigate_to_pose')) == 1
+
+
+def test_the_current_goal_follows_the_newest_goal_through_a_preemption(start_memory, tmp_path):
+    node, probe = start_memory({'sources_file': relative_nav2(tmp_path), **SOURCES})
+    pubs = publishers(probe)
+    probe.wait_matched(pubs['status'], pubs['goal'])
+    taken = {'count': 0}
+
+    def status(*goals):
+        # Each status array taken by the node before the next (it may skip none).
+        pubs['status'].publish(goal_statuses(*goals))
+        taken['count'] += 1
+        probe.status('sources', lambda s: probe.values(s)['navigate.received']
+                     == str(taken['count']))
+        return pack_items(probe.wait_frame(), 'planner').get('goal:current')
+
+    a, b = 1, 2
+    t = node.get_clock().now().nanoseconds * 1e-9
+    pubs['goal'].publish(goal_pose(1.0, t))
+    probe.wait_frame(lambda f: pack_items(f, 'planner').get('goal:current', {}).get('x') == 1.0)
+    assert status((a, GoalStatus.STATUS_EXECUTING, t))['x'] == 1.0
+    # A second goal replaces the first: Nav2 accepts B, then aborts A (a client cancels it).
+    pubs['goal'].publish(goal_pose(2.0, t + 1.0))
+    probe.wait_frame(lambda f: pack_items(f, 'planner').get('goal:current', {}).get('x') == 2.0)
+    assert status((a, GoalStatus.STATUS_EXECUTING, t),
+                  (b, GoalStatus.STATUS_ACCEPTED, t + 1.0))['x'] == 2.0
+    assert status((a, GoalStatus.STATUS_ABORTED, t), (b, GoalStatus.STATUS_EXECUTING, t + 1.0),
+                  (3, GoalStatus.STATUS_CANCELED, t - 1.0))['x'] == 2.0
+    assert status((a, GoalStatus.STATUS_ABORTED, t),
+                  (b, GoalStatus.STATUS_SUCCEEDED, t + 1.0)) is None
+    frame = probe.wait_frame()
+    assert 'goal:current' not in pack_items(frame, 'planner')
+    assert _named(events_of(frame, 'planner')).count(('FAILURE', 'navigate_to_pose')) == 2
+
+
+def restart(node, probe):
+    """Clean the node up, configure and activate it again; return its first frame done re-reading.
+
+    The frame of a new node start (`started`) whose writers' answers are in.
+    """
+    started = probe.wait_frame().started
+    for transition in (node.trigger_deactivate, node.trigger_cleanup, node.trigger_configure,
+                       node.trigger_activate):
+        assert transition() == TransitionCallbackReturn.SUCCESS, transition
+    return probe.wait_frame(lambda f: f.started != started and not f.resyncing)
+
+
+def start_relay(add_node, context, namespace, sources_file):
+    return add_node(GoalRelayNode(namespace=namespace, context=context, parameter_overrides=[
+        Parameter('sources_file', value=sources_file)]))
+
+
+def test_a_goal_published_once_comes_back_after_a_restart_from_the_relay(
+        start_memory, tmp_path, add_node, context, namespace, spin_until):
+    sources_file = relative_nav2(tmp_path)
+    node, probe = start_memory({'sources_file': sources_file, **SOURCES})
+    relay = start_relay(add_node, context, namespace, sources_file)
+    goal = probe.node.create_publisher(PoseStamped, 'goal_pose', 10)   # as RViz2: volatile
+    assert spin_until(lambda: goal.get_subscription_count() == 2)
+    goal.publish(goal_pose(4.0, node.get_clock().now().nanoseconds * 1e-9))
+    probe.wait_frame(lambda f: 'goal:current' in pack_items(f, 'planner'))
+    assert spin_until(lambda: 'goal:current' in relay.board.standing)
+    probe.node.destroy_publisher(goal)
+    frame = restart(node, probe)
+    assert pack_items(frame, 'planner')['goal:current'] == {'x': 4.0, 'y': 0.0, 'yaw': 0.0}
+
+
+def test_the_relay_lets_the_goal_go_when_the_newest_navigation_goal_ends(
+        start_memory, tmp_path, add_node, context, namespace, spin_until):
+    sources_file = relative_nav2(tmp_path)
+    node, probe = start_memory({'sources_file': sources_file, **SOURCES})
+    relay = start_relay(add_node, context, namespace, sources_file)
+    pubs = publishers(probe)
+    assert spin_until(lambda: pubs['goal'].get_subscription_count() == 2
+                      and pubs['status'].get_subscription_count() == 2)
+    now = node.get_clock().now().nanoseconds * 1e-9
+    pubs['goal'].publish(goal_pose(4.0, now))
+    assert spin_until(lambda: 'goal:current' in relay.board.standing)
+    pubs['status'].publish(goal_statuses((1, GoalStatus.STATUS_SUCCEEDED, now)))
+    assert spin_until(lambda: 'goal:current' not in relay.board.standing)
+    frame = restart(node, probe)
+    assert 'goal:current' not in pack_items(frame, 'planner')
 
 
 def test_an_unknown_type_or_field_fails_configure_naming_it(start_memory, tmp_path, capfd):

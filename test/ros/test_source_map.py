@@ -20,7 +20,7 @@ from sensor_msgs.msg import BatteryState
 from working_memory.core.items import EventKind
 from working_memory.ros.memory import build_memory
 from working_memory.ros.source_map import (SourceError, SourceMap, Sources, load_sources,
-                                           parse_sources, sources_status)
+                                           parse_sources, select_sources, sources_status)
 from working_memory.ros.sources import describe
 from working_memory.ros.typestore import installed_typestore, register_decodable
 from working_memory.sim.conversions import odometry_msg
@@ -123,6 +123,71 @@ def test_an_aborted_goal_gives_one_failure_event_and_removes_the_current_goal_on
                                       (2, GoalStatus.STATUS_ACCEPTED)), 9.0)
     assert [event.kind for event in later.events] == [EventKind.ACTION]
     assert later.removed_keys == ()
+
+
+def goals_msg(*goals: tuple[int, int, float]) -> GoalStatusArray:
+    """Return an action status array of (goal id byte, status, accepted [s]) triples."""
+    msg = status_msg(*((ident, status) for ident, status, _ in goals))
+    for goal, (_, _, accepted) in zip(msg.status_list, goals):
+        stamp = goal.goal_info.stamp
+        stamp.sec, stamp.nanosec = int(accepted), int(accepted % 1 * 1e9)
+    return msg
+
+
+@pytest.mark.parametrize('as_given', [lambda msg: msg, message_to_ordereddict, as_node_decodes])
+def test_the_current_goal_leaves_when_the_newest_goal_ends_not_when_one_it_preempted_does(
+        as_given):
+    source = SourceMap(nav2()['navigate'])
+    a, b = 1, 2
+    steps = [
+        ((a, GoalStatus.STATUS_ACCEPTED, 10.0),),
+        ((a, GoalStatus.STATUS_EXECUTING, 10.0),),
+        ((a, GoalStatus.STATUS_EXECUTING, 10.0), (b, GoalStatus.STATUS_ACCEPTED, 20.5)),
+        # Nav2 aborts the goal B preempted; the array's order is no age.
+        ((b, GoalStatus.STATUS_EXECUTING, 20.5), (a, GoalStatus.STATUS_ABORTED, 10.0)),
+        ((a, GoalStatus.STATUS_ABORTED, 10.0), (b, GoalStatus.STATUS_SUCCEEDED, 20.5)),
+        ((a, GoalStatus.STATUS_ABORTED, 10.0), (b, GoalStatus.STATUS_SUCCEEDED, 20.5)),
+    ]
+    conversions = [source.convert(as_given(goals_msg(*goals)), 30.0) for goals in steps]
+    assert [c.removed_keys for c in conversions] == [()] * 4 + [('goal:current',), ()]
+    # Every goal's status changes reach the log, the preempted goal's too.
+    events = [(e.detail['goal'][0], e.kind) for c in conversions for e in c.events]
+    assert events == [(a, EventKind.ACTION), (a, EventKind.ACTION), (b, EventKind.ACTION),
+                      (b, EventKind.ACTION), (a, EventKind.FAILURE), (b, EventKind.OBSERVATION)]
+
+
+def test_of_goals_accepted_at_one_stamp_the_later_in_the_array_is_the_newest():
+    source = SourceMap(nav2()['navigate'])
+    source.convert(goals_msg((1, GoalStatus.STATUS_EXECUTING, 5.0)), 6.0)
+    canceled = source.convert(goals_msg((1, GoalStatus.STATUS_CANCELED, 5.0),
+                                        (2, GoalStatus.STATUS_ACCEPTED, 5.0)), 7.0)
+    assert canceled.removed_keys == ()   # equal stamps: the later in the array is the newer
+    aborted = source.convert(goals_msg((1, GoalStatus.STATUS_CANCELED, 5.0),
+                                       (2, GoalStatus.STATUS_ABORTED, 5.0)), 8.0)
+    assert aborted.removed_keys == ('goal:current',)
+
+
+@pytest.mark.parametrize('change, named', [
+    ({'each': None}, 'newest: only with each'),
+    ({'newest': 'goal_info.goal_id'}, 'must name a builtin_interfaces/msg/Time or a number'),
+    ({'newest': 'goal_info.stampp'}, 'did you mean stamp?'),
+])
+def test_newest_needs_each_and_a_time_or_number_field(change, named):
+    mapping = {'key': 'goal:current', 'each': 'status_list', 'newest': 'goal_info.stamp',
+               'when': {'field': 'status', 'in': ['STATUS_SUCCEEDED']}, 'remove': True}
+    mapping = {name: value for name, value in {**mapping, **change}.items() if value is not None}
+    source = {'topic': 'status', 'type': 'action_msgs/msg/GoalStatusArray', 'board': [mapping]}
+    with pytest.raises(SourceError, match='sources.nav.board') as error:
+        parse_sources({'sources': {'nav': source}}, describe)
+    assert named in str(error.value)
+
+
+def test_sources_are_selected_by_name_and_an_unknown_name_is_refused_naming_the_closest():
+    specs = nav2().values()
+    assert [spec.topic for spec in select_sources(specs, ['goal', 'navigate', 'goal'])] == [
+        '/goal_pose', '/navigate_to_pose/_action/status']
+    with pytest.raises(SourceError, match="no source 'gaol' .did you mean goal"):
+        select_sources(specs, ['gaol'])
 
 
 def test_diagnostics_fire_on_transitions_into_error_and_stale():

@@ -79,7 +79,7 @@ def frames(draw):
 
 def assert_same_wire(ours: bytes, frame, map_frame, inputs=None, inline_windows=True,
                      started=0.0, resyncing=False, start_id='', input_starts=(),
-                     taken_order=None):
+                     taken_order=None, restart=False):
     """Assert `ours` is rclpy's serialization of the frame's message, byte for byte.
 
     Fast CDR leaves alignment padding uninitialised, so a padding byte may differ (ours
@@ -87,7 +87,8 @@ def assert_same_wire(ours: bytes, frame, map_frame, inputs=None, inline_windows=
     """
     expected = serialize_message(conv.context_frame_msg(frame, map_frame, inputs,
                                                         inline_windows, started, resyncing,
-                                                        start_id, input_starts, taken_order))
+                                                        start_id, input_starts, taken_order,
+                                                        restart=restart))
     assert len(ours) == len(expected)
     assert all(mine == 0 for mine, theirs in zip(ours, expected) if mine != theirs)
     assert (repr(deserialize_message(ours, conv.ContextFrame))
@@ -112,15 +113,15 @@ ORDER = st.none() | st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(1,
 
 @settings(max_examples=150, deadline=None)
 @given(frames(), TEXT, st.dictionaries(TEXT, st.integers(0, 2**64 - 1), max_size=3),
-       st.booleans(), STAMPS, st.booleans(), TEXT, STARTS, ORDER)
+       st.booleans(), STAMPS, st.booleans(), TEXT, STARTS, ORDER, st.booleans())
 def test_frame_bytes_equal_rclpy_serialization_of_the_frame_message(frame, map_frame, inputs,
                                                                     inline, started,
                                                                     resyncing, start_id,
-                                                                    starts, order):
+                                                                    starts, order, restart):
     assert_same_wire(encoder().frame(frame, map_frame, inputs, inline, started, resyncing,
-                                     start_id, starts, order),
+                                     start_id, starts, order, restart=restart),
                      frame, map_frame, inputs, inline, started, resyncing, start_id, starts,
-                     order)
+                     order, restart)
 
 
 @settings(max_examples=60, deadline=None)

@@ -12,6 +12,7 @@ import pytest
 import rclpy
 
 from working_memory.client import BoardWriter, EventLogger
+from working_memory.core.items import BoardEntry
 from working_memory.msg import BoardUpdate, LogEvent, Resync, ResyncAnswer
 from working_memory.ros import qos
 from working_memory.ros.conversions import resync_msg, seconds_from_time
@@ -79,6 +80,23 @@ def test_an_answer_reaches_a_node_that_matches_the_writer_only_later(
                              qos.latched_qos(qos.ANSWERS_KEPT))
     assert spin_until(lambda: answers)
     assert [entry.key for entry in answers[0].entries] == ['pose']
+
+
+def test_what_a_board_writer_holds_goes_out_in_answers_only(wire, spin_until):
+    node, probe, request = wire
+    board = BoardWriter(node)
+    matched(spin_until, board._publisher)
+    board.hold([BoardEntry('goal:current', {'x': 4.0}, 5.0)])   # a relay's: the node has it
+    board.set('pose', {'x': 1.0})
+    assert spin_until(lambda: probe.board)
+    assert [[entry.key for entry in update.entries] for update in probe.board] == [['pose']]
+    request(resync_msg('/wm', 60.0, 10.0, 'start-1'))
+    assert spin_until(lambda: probe.answers)
+    board.hold((), ['goal:current'])
+    request(resync_msg('/wm', 61.0, 10.0, 'start-2'))
+    assert spin_until(lambda: len(probe.answers) == 2)
+    assert [sorted(entry.key for entry in answer.entries) for answer in probe.answers] == [
+        ['goal:current', 'pose'], ['pose']]
 
 
 @pytest.mark.parametrize('call, match', [

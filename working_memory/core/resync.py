@@ -1,7 +1,7 @@
 """A node that starts from an empty memory re-reads the truth: the resync and how packs show it.
 
 Pure Python. The working memory is a cache of the state board and the event log;
-after a restart (a new process, a respawn, cleanup -> configure) it holds nothing
+at a start (a new process, a respawn, cleanup -> configure) it holds nothing
 until the writers answer the node's Resync request (msg/Resync.msg). Until then a
 pack must not pretend: `Resync` says when the re-reading ends, and `mark_resyncing`
 turns the NEVER_SEEN notes of a frame made meanwhile into RESYNCING notes.
@@ -36,15 +36,18 @@ class Resync:
     `bound_s` after the start whatever was heard (no writer that answers, or one the
     discovery has not found yet: after a kill that can take seconds). Plain writers
     (`ros2 topic pub`) answer nothing: what they published before the start is lost
-    to the node. A bound of 0 ends it at once.
+    to the node. A bound of 0 ends it at once. `restart` is True for a node start that
+    is not its process's first (cleanup -> configure); a respawned process cannot know
+    it was one, so its first start is no restart.
     """
 
     def __init__(self, started: float, bound_s: float, start_id: str = '',
-                 steady: float = 0.0):
+                 steady: float = 0.0, restart: bool = False):
         if not bound_s >= 0.0:
             raise ValueError(f'bound_s: must be >= 0 s, got {bound_s!r}')
         self.started = started
         self.start_id = start_id
+        self.restart = restart
         self.bound_s = bound_s
         self.took: float | None = 0.0 if bound_s == 0.0 else None   # [s] steady, once ended
         self.unheard: tuple[str, ...] = ()   # the writers not heard when it ended
@@ -130,10 +133,15 @@ class Resync:
         return took
 
 
-def resyncing_detail(started: float) -> str:
-    """Return the detail of a RESYNCING note of a node that started at `started` [s]."""
-    return (f'not heard since the node started at {started:.3f} s: it re-reads the '
-            f'writers (a restart)')
+def resyncing_detail(started: float, restart: bool = False) -> str:
+    """Return the detail of a RESYNCING note of a node that started at `started` [s].
+
+    `restart`: not the process's first start (see `Resync`).
+    """
+    if restart:
+        return (f'not heard since the node started at {started:.3f} s: it re-reads the '
+                'writers (a restart)')
+    return f'not heard since the node started at {started:.3f} s: it asks the writers'
 
 
 def mark_resyncing(frame: Frame, detail: str) -> Frame:

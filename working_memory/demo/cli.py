@@ -166,17 +166,30 @@ def verdict(outcome: Outcome, drops: Mapping, interrupted: bool) -> tuple[bool, 
                   'the robot stayed safe without what was dropped')
 
 
+def headline(outcome: Outcome, interrupted: bool) -> str:
+    """Return the summary's first words: how the run ended and when [s sim time].
+
+    A delivery is told at the world's `delivered` event, as the report tells it; the run
+    stops a settle time later.
+    """
+    wall = f'{outcome.wall_time_s:.1f} s wall'
+    if interrupted or not outcome.delivered:
+        return (f'{"INTERRUPTED" if interrupted else "NOT DELIVERED"} after '
+                f'{outcome.sim_time_s:.1f} s sim time ({wall})')
+    if outcome.delivered_at_s is None:
+        return f'DELIVERED (run stopped at {outcome.sim_time_s:.1f} s sim time, {wall})'
+    return (f'DELIVERED at {outcome.delivered_at_s:.1f} s sim time (run stopped at '
+            f'{outcome.sim_time_s:.1f} s, {wall})')
+
+
 def summary(outcome: Outcome, drops: Mapping, interrupted: bool) -> str:
     """Return the closing summary: headline, verdict and what happened."""
     alarms = ', '.join(sorted({f'{key} (from {source})' for source, key in outcome.alarms})) \
         or 'none'
-    headline = ('INTERRUPTED' if interrupted else
-                'DELIVERED' if outcome.delivered else 'NOT DELIVERED')
     ok, why = verdict(outcome, drops, interrupted)
     return '\n'.join([
         '',
-        f'== {headline} after {outcome.sim_time_s:.1f} s sim time '
-        f'({outcome.wall_time_s:.1f} s wall), {outcome.ticks} ticks'
+        f'== {headline(outcome, interrupted)}, {outcome.ticks} ticks'
         + (f', stopped by {outcome.limit}' if outcome.limit and not outcome.delivered else ''),
         f'   ended as intended: {"yes" if ok else "NO"} ({why})',
         f'   injected drops:   {describe_drops(drops)}',

@@ -32,6 +32,7 @@ from working_memory.ros.node import WorkingMemoryNode
 from working_memory.ros.share import share_path
 from working_memory.sim.conversions import json_from_string_msg
 from working_memory.sim.sim_node import SimWorldNode
+from working_memory.sim.world import DELIVERED
 from working_memory.tools.recorder_node import RecorderNode
 from working_memory.tools.replay import PARAMETERS_KEY
 from working_memory.trees.planner_tree_node import PlannerTreeNode
@@ -134,7 +135,8 @@ class Outcome:
     """What happened, as seen on the topics."""
 
     delivered: bool = False
-    sim_time_s: float = 0.0
+    delivered_at_s: float | None = None   # [s] sim time of the world's `delivered` event
+    sim_time_s: float = 0.0               # [s] sim time of the latest status (the run's end)
     wall_time_s: float = 0.0
     ticks: int = 0
     evictions: int = 0
@@ -186,6 +188,9 @@ class Observer(Node):
                 self.outcome.first_alarm_s = self.outcome.sim_time_s
         elif event.kind is EventKind.FAILURE:
             self.outcome.failures += 1
+        elif (event.kind is EventKind.OBSERVATION and event.key == DELIVERED
+              and self.outcome.delivered_at_s is None):
+            self.outcome.delivered_at_s = event.stamp   # as the report reads it from the bag
         elif event.kind is EventKind.ACTION and event.key == 'open_door':
             self.outcome.door_strategies.append(str((event.detail or {}).get('strategy', '')))
 

@@ -158,13 +158,15 @@ def context_frame_msg(frame: Frame, map_frame: str,
                       inline_windows: bool = True, started: float = 0.0,
                       resyncing: bool = False, start_id: str = '',
                       input_starts: tuple[tuple[str, bytes, int], ...] = (),
-                      taken_order: tuple[tuple[int, int], ...] | None = None) -> ContextFrame:
+                      taken_order: tuple[tuple[int, int], ...] | None = None, *,
+                      restart: bool = False) -> ContextFrame:
     """Return a frozen Frame as a ContextFrame, packs in cabin order.
 
     `inputs_received` is {resolved input topic: messages received before the tick};
-    `inline_windows` as in `context_pack_msg`; `started` [s] and `resyncing` the node's;
-    `input_starts` (resolved topic, publisher gid, first sequence number) per publisher,
-    `taken_order` the runs (index into them, count) taken since the last frame (None: unknown).
+    `inline_windows` as in `context_pack_msg`; `started` [s], `resyncing` and `restart`
+    the node's; `input_starts` (resolved topic, publisher gid, first sequence number) per
+    publisher, `taken_order` the runs (index into them, count) taken since the last frame
+    (None: unknown).
     """
     msg = ContextFrame(tick=frame.tick, digest=frame.digest,
                        packs=[context_pack_msg(pack, map_frame, inline_windows)
@@ -176,7 +178,8 @@ def context_frame_msg(frame: Frame, map_frame: str,
                        input_starts=[InputStart(topic=topic, publisher=publisher, first=first)
                                      for topic, publisher, first in input_starts],
                        taken_from=[index for index, _ in taken_order or ()],
-                       taken_count=[count for _, count in taken_order or ()])
+                       taken_count=[count for _, count in taken_order or ()],
+                       restart=restart)
     msg.header.stamp = time_from_seconds(frame.stamp)
     msg.header.frame_id = map_frame
     return msg
@@ -276,10 +279,12 @@ class FrameOutput:
                     inline_windows: bool = True, started: float = 0.0,
                     resyncing: bool = False, start_id: str = '',
                     input_starts: tuple[tuple[str, bytes, int], ...] = (),
-                    taken_order: tuple[tuple[int, int], ...] | None = None) -> bytes:
+                    taken_order: tuple[tuple[int, int], ...] | None = None, *,
+                    restart: bool = False) -> bytes:
         """Return `frame` as the serialized ContextFrame `context_frame_msg` would give."""
         return self._encoder.frame(frame, map_frame, inputs_received, inline_windows,
-                                   started, resyncing, start_id, input_starts, taken_order)
+                                   started, resyncing, start_id, input_starts, taken_order,
+                                   restart=restart)
 
     def pack_msg(self, pack: Pack, map_frame: str) -> ContextPack:
         """Return the pack's ContextPack, converted once per pack (the latest few are kept)."""

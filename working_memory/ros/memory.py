@@ -138,7 +138,7 @@ class Memory:
         """
         if not self.resync.update(now, writers):
             return frame
-        return mark_resyncing(frame, resyncing_detail(self.resync.started))
+        return mark_resyncing(frame, resyncing_detail(self.resync.started, self.resync.restart))
 
     def evictions(self, frame: Frame, effective: float) -> list[EvictionRecord]:
         """Return the evictions `frame`'s tick publishes (a runtime change's first), counted."""
@@ -204,10 +204,11 @@ def pose_topic(config: NodeConfig) -> str | None:
 
 
 def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float,
-                 sources: tuple[SourceSpec, ...] = ()) -> Memory:
+                 sources: tuple[SourceSpec, ...] = (), restart: bool = False) -> Memory:
     """Return the core for `config` and `manifests`, its timeline starting at `now` [s].
 
-    `sources` (from sources_file) are inputs too, their topics counted in the receipts.
+    `sources` (from sources_file) are inputs too, their topics counted in the receipts;
+    `restart`: the node built one before in this process (see `Resync`).
     """
     policy = (HalfLifeBlend(config.half_life_s) if config.eviction_policy == 'half_life'
               else ImportanceLRU())
@@ -235,7 +236,7 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float,
                   frames=FrameStore(config.frames_kept),
                   health=Health(inputs, timebase.observe(now)),
                   resync=Resync(now, config.resync_timeout_s, secrets.token_hex(8),
-                                time.monotonic()), sources=Sources(sources))
+                                time.monotonic(), restart), sources=Sources(sources))
 
 
 def check_distinct_inputs(resolved: dict[str, str]) -> None:

@@ -102,6 +102,9 @@ class WorkingMemoryNode(LifecycleNode):
         self._intake: Intake | None = None      # board and log, while configured
         self._frame_pub = self._evictions_pub = self._resync_pub = None
         self._ask: Resync | None = None   # the resync request of this configure
+        # A configure after one that succeeded (a cleanup between) is a restart; the first
+        # is the process's start, even a respawned one (it cannot know).
+        self._configured_before = False
         # Why the node is unconfigured (a failed configure, an error), for /diagnostics.
         self._failure: str | None = None
         self._finalized = False
@@ -127,7 +130,8 @@ class WorkingMemoryNode(LifecycleNode):
         try:
             config, manifests = self._table.read()
             sources = load_sources(config.sources_file, describe) if config.sources_file else ()
-            self._memory = build_memory(config, manifests, self._now(), sources)
+            self._memory = build_memory(config, manifests, self._now(), sources,
+                                        restart=self._configured_before)
             self._output = conv.FrameOutput()
             # Before subscribing: one topic under two types fails in the middleware.
             check_distinct_inputs(self._resolved_inputs())
@@ -147,6 +151,7 @@ class WorkingMemoryNode(LifecycleNode):
             self._publish_lifecycle()
             return TransitionCallbackReturn.FAILURE
         self._failure = None
+        self._configured_before = True
         self.get_logger().info(f'configured: cabins {", ".join(manifests)}, '
                                f'capacity {config.capacity}, ' + tick_description(config))
         requiring = pose_requirers(config, manifests)
@@ -390,7 +395,7 @@ class WorkingMemoryNode(LifecycleNode):
         self._frame_pub.publish(self._output.frame_bytes(
             frame, config.map_frame, memory.receipts(), self._windows is None,
             memory.resync.started, memory.resync.active, memory.resync.start_id,
-            starts, memory.taken_order(starts)))
+            starts, memory.taken_order(starts), restart=memory.resync.restart))
         # Retained for ~/assemble and ~/explain once it is out (no callback runs in between).
         memory.frames.publish(frame)
         if self._views is not None:

@@ -61,11 +61,14 @@ SOURCE_FIELDS = ('topic', 'type', 'qos', 'frame', 'board', 'events')
 QOS_FIELDS = ('reliability', 'durability', 'depth')
 RELIABILITIES = ('reliable', 'best_effort')
 DURABILITIES = ('volatile', 'transient_local')
-BOARD_FIELDS = ('key', 'value', 'each', 'id', 'when', 'remove', 'stamp', 'importance', 'ttl_s',
-                'ttl_periods', 'tags')
-EVENT_FIELDS = ('key', 'kind', 'kinds', 'field', 'when', 'each', 'id', 'detail', 'stamp',
+BOARD_FIELDS = ('key', 'value', 'each', 'newest', 'id', 'when', 'remove', 'stamp', 'importance',
+                'ttl_s', 'ttl_periods', 'tags')
+EVENT_FIELDS = ('key', 'kind', 'kinds', 'field', 'when', 'each', 'newest', 'id', 'detail', 'stamp',
                 'importance', 'tags')
 TIME_TYPE = 'builtin_interfaces/msg/Time'
+# Field types a `newest` mapping orders elements by: a Time, or a number.
+ORDERED_TYPES = (TIME_TYPE, 'float', 'double', 'int8', 'uint8', 'int16', 'uint16', 'int32',
+                 'uint32', 'int64', 'uint64')
 WHEN_FIELDS = ('field', 'at_least', 'in')
 TRANSFORM_FIELDS = ('transform', 'field', 'max_points')
 TRANSFORMS = ('yaw', 'polyline')
@@ -255,6 +258,7 @@ class BoardMapping:
     key: Key
     value: Value = Value()
     each: tuple[str, ...] = ()
+    newest: tuple[str, ...] | None = None   # only the element greatest in this field counts
     ident: tuple[str, ...] | None = None   # what tells elements apart (default: the key)
     when: When | None = None
     remove: bool = False
@@ -275,6 +279,7 @@ class EventMapping:
     watched: tuple[str, ...] = ()
     when: When | None = None
     each: tuple[str, ...] = ()
+    newest: tuple[str, ...] | None = None   # only the element greatest in this field counts
     ident: tuple[str, ...] | None = None   # what tells elements apart (default: the key)
     detail: Value | None = None
     stamp: tuple[str, ...] | None = None   # a Time field (default: the header's)
@@ -335,6 +340,17 @@ def parse_sources(document: Any, describe: Describe) -> tuple[SourceSpec, ...]:
             raise SourceError(f'sources: topic {topic} is taken by {count} sources '
                               '(give one source several mappings)')
     return tuple(specs)
+
+
+def select_sources(specs: Iterable[SourceSpec], names: Iterable[str],
+                   where: str = 'sources') -> tuple[SourceSpec, ...]:
+    """Return the sources of `specs` that `names` names; SourceError names an unknown one."""
+    by_name = {spec.name: spec for spec in specs}
+    for name in names:
+        if name not in by_name:
+            raise SourceError(f'{where}: the sources file has no source {name!r}'
+                              + did_you_mean(name, by_name))
+    return tuple(by_name[name] for name in dict.fromkeys(names))
 
 
 def _source(name: str, body: Any, describe: Describe) -> SourceSpec:
@@ -427,7 +443,8 @@ def _board(body: Any, schema: _Schema, where: str) -> BoardMapping:
     return BoardMapping(
         key=_key(body, schema, start, where), value=_value(body.get('value'), schema, start,
                                                            f'{where}.value'),
-        each=each, ident=_ident(body, each, schema, start, where),
+        each=each, newest=_newest(body, each, schema, start, where),
+        ident=_ident(body, each, schema, start, where),
         when=_when(body.get('when'), schema, start, f'{where}.when'), remove=remove,
         stamp=_stamp(body, schema, start, where),
         importance=_importance(body.get('importance'), f'{where}.importance'),
@@ -457,7 +474,8 @@ def _event(body: Any, schema: _Schema, where: str) -> EventMapping:
     detail = body.get('detail')
     return EventMapping(
         key=_key(body, schema, start, where), kind=kind, kinds=kinds, watched=watched,
-        when=_when(body.get('when'), schema, start, f'{where}.when'), each=each, ident=ident,
+        when=_when(body.get('when'), schema, start, f'{where}.when'), each=each,
+        newest=_newest(body, each, schema, start, where), ident=ident,
         detail=None if detail is None else _value(detail, schema, start, f'{where}.detail'),
         stamp=_stamp(body, schema, start, where),
         importance=_importance(body.get('importance'), f'{where}.importance'),
@@ -473,11 +491,32 @@ def _each(body: Mapping, schema: _Schema,
 
 def _ident(body: Mapping, each: tuple[str, ...], schema: _Schema,
            start: tuple[str, TypeInfo], where: str) -> tuple[str, ...] | None:
-    if 'id' not in body:
+    found = _element_field(body, 'id', each, schema, start, where, 'elements to tell apart')
+    return None if found is None else found[0]
+
+
+def _newest(body: Mapping, each: tuple[str, ...], schema: _Schema,
+            start: tuple[str, TypeInfo], where: str) -> tuple[str, ...] | None:
+    found = _element_field(body, 'newest', each, schema, start, where,
+                           'elements to choose the newest of')
+    if found is None:
+        return None
+    path, kind = found
+    if kind is None or kind.sequence or kind.base not in ORDERED_TYPES:
+        raise SourceError(f'{where}.newest: must name a {TIME_TYPE} or a number field')
+    return path
+
+
+def _element_field(body: Mapping, name: str, each: tuple[str, ...], schema: _Schema,
+                   start: tuple[str, TypeInfo], where: str,
+                   purpose: str) -> tuple[tuple[str, ...], FieldType | None] | None:
+    """Return (path, type) of the field of `each`'s elements that `name` gives; None without."""
+    if name not in body:
         return None
     if not each:
-        raise SourceError(f'{where}.id: only with each (elements to tell apart)')
-    return schema.resolve(body['id'], start, f'{where}.id')[0]
+        raise SourceError(f'{where}.{name}: only with each ({purpose})')
+    path, kind, _ = schema.resolve(body[name], start, f'{where}.{name}')
+    return path, kind
 
 
 def _stamp(body: Mapping, schema: _Schema, start: tuple[str, TypeInfo],
@@ -685,7 +724,7 @@ class SourceMap:
         events: list[Event] = []
         errors: list[str] = []
         for index, mapping in enumerate(spec.board):
-            for element, where in self._elements(msg, mapping.each, f'board[{index}]', errors):
+            for element, where in self._elements(msg, mapping, f'board[{index}]', errors):
                 try:
                     key = self._board_output(index, mapping, element, stamp, entries, where)
                 except (ValueError, AttributeError, KeyError, TypeError) as error:
@@ -695,7 +734,7 @@ class SourceMap:
                     removed[key] = None
                     entries.pop(key, None)
         for index, mapping in enumerate(spec.events):
-            for element, where in self._elements(msg, mapping.each, f'events[{index}]', errors):
+            for element, where in self._elements(msg, mapping, f'events[{index}]', errors):
                 try:
                     event = self._event_output(index, mapping, element, stamp, where)
                 except (ValueError, AttributeError, KeyError, TypeError) as error:
@@ -708,19 +747,27 @@ class SourceMap:
         return Conversion(tuple(entries.values()), tuple(removed), tuple(events), tuple(errors))
 
     @staticmethod
-    def _elements(msg: Any, each: tuple[str, ...], where: str,
+    def _elements(msg: Any, mapping: BoardMapping | EventMapping, where: str,
                   errors: list[str]) -> Iterator[tuple[Any, str]]:
+        """Yield (element, where) of the mapping's `each` (the message itself without).
+
+        With `newest` only the element greatest in that field (the later one of equals).
+        """
+        each = mapping.each
         if not each:
             yield msg, where
             return
         try:
             elements = list(read(msg, each))
-        except (AttributeError, KeyError, TypeError) as error:
+            positions = range(len(elements))
+            if mapping.newest is not None and elements:
+                positions = (newest_position(elements, mapping.newest),)
+        except (AttributeError, KeyError, TypeError, ValueError) as error:
             errors.append(f'{where}: {_reason(error)}')
             return
         name = '.'.join(each)
-        for position, element in enumerate(elements):
-            yield element, f'{where} {name}[{position}]'
+        for position in positions:
+            yield elements[position], f'{where} {name}[{position}]'
 
     def _board_output(self, index: int, mapping: BoardMapping, element: Any, stamp: float,
                       entries: dict[str, BoardEntry], where: str) -> str | None:
@@ -771,6 +818,22 @@ class SourceMap:
         if mapping.ttl_periods and len(stamps) > 1 and stamps[-1] > stamps[0]:
             return mapping.ttl_periods * (stamps[-1] - stamps[0]) / (len(stamps) - 1)
         return mapping.ttl_s
+
+
+def newest_position(elements: list[Any], path: tuple[str, ...]) -> int:
+    """Return the position of the element greatest in the Time or number field at `path`.
+
+    Of equals the later one: an action's status array lists the goals it remembers,
+    and the newest goal is the one accepted last (`goal_info.stamp`).
+    """
+    where = '.'.join(path)
+
+    def order(position: int) -> tuple:
+        value = read(elements[position], path)
+        if isinstance(value, Mapping) or hasattr(value, 'sec'):   # a Time, compared exactly
+            return (int(read(value, ('sec',))), int(read(value, ('nanosec',))), position)
+        return (number(value, where), position)
+    return max(range(len(elements)), key=order)
 
 
 def _ident_of(mapping: BoardMapping | EventMapping, element: Any, key: str, where: str) -> str:

@@ -331,15 +331,16 @@ class FrameEncoder:
               inline_windows: bool = True, started: float = 0.0,
               resyncing: bool = False, start_id: str = '',
               input_starts: tuple[tuple[str, bytes, int], ...] = (),
-              taken_order: tuple[tuple[int, int], ...] | None = None) -> bytes:
+              taken_order: tuple[tuple[int, int], ...] | None = None, *,
+              restart: bool = False) -> bytes:
         """Return `frame` serialized as a ContextFrame (packs in cabin order).
 
         `inputs_received` is {resolved input topic: messages received before the tick},
         `input_starts` (resolved topic, publisher gid, first sequence number) per publisher,
         `taken_order` the runs (index into input_starts, count) since the last frame;
         without `inline_windows` each pack's nearby_map is empty and only its
-        map_window_digest names the window (map windows by reference). `started` [s]
-        `resyncing` and `start_id` are the node's (ContextFrame.started, ...).
+        map_window_digest names the window (map windows by reference). `started` [s],
+        `resyncing`, `start_id` and `restart` are the node's (ContextFrame.started, ...).
         """
         writer = Writer()
         frame_id = self._string(map_frame)
@@ -384,7 +385,8 @@ class FrameEncoder:
         pad = -writer.offset % 4
         order = (_ZEROS[:pad] + _U32.pack(len(runs))
                  + b''.join(_U32.pack(index) for index, _ in runs) + _U32.pack(len(runs))
-                 + b''.join(_U32.pack(count) for _, count in runs))
+                 + b''.join(_U32.pack(count) for _, count in runs)
+                 + (b'\x01' if restart else b'\x00'))
         writer.parts.append(order)
         writer.offset += len(order)
         # Keep what this frame used; what it no longer holds is not coming back.

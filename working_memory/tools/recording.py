@@ -146,7 +146,8 @@ class FrameRecord:
     {input topic: messages received before the tick} (empty in bags made before it existed).
     `started` [s] is when the node that made it started from an empty memory, `start_id`
     that start's own id (a new one: a restarted node); `resyncing` whether it was still
-    re-reading the writers. `input_starts` holds (input topic, publisher gid, first
+    re-reading the writers, `restart` whether that start was a restart (not its process's
+    first: ContextFrame.restart). `input_starts` holds (input topic, publisher gid, first
     sequence number) per publisher the node start had taken from (ContextFrame.input_starts),
     `taken` the runs (index into them, count) in the order the node took its inputs since
     the previous frame (ContextFrame.taken_from, taken_count).
@@ -164,6 +165,7 @@ class FrameRecord:
     start_id: str = ''
     input_starts: tuple[tuple[str, bytes, int], ...] = ()
     taken: tuple[tuple[int, int], ...] = ()
+    restart: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,7 +443,8 @@ def frame_record(msg, received: float, names: ConstantNames) -> FrameRecord:
                        tuple((start.topic, bytes(start.publisher), int(start.first))
                              for start in getattr(msg, 'input_starts', ())),
                        tuple((int(index), int(count)) for index, count in zip(
-                           getattr(msg, 'taken_from', ()), getattr(msg, 'taken_count', ()))))
+                           getattr(msg, 'taken_from', ()), getattr(msg, 'taken_count', ()))),
+                       bool(getattr(msg, 'restart', False)))
 
 
 def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:

@@ -314,7 +314,8 @@ class Replay:
                                        truth.log, truth.grid, truth.pose)
             self._observe.ticked(recorded.stamp_ns * 1e-9)
             if recorded.resyncing:
-                frame = mark_resyncing(frame, resyncing_detail(recorded.started))
+                frame = mark_resyncing(frame, resyncing_detail(recorded.started,
+                                                               recorded.restart))
             yield Step(recorded, frame, truth, working_set, assembler.manifests, tuple(notes))
 
     def _empty_memory(self, first: FrameRecord, applied: dict[str, int],

@@ -4,14 +4,15 @@ A condition reads the pack that `WorkingMemoryToBlackboard` put on the blackboar
 tree tick (READ access only). When it fails, its `feedback_message` names the key and, when
 the pack has a missing note for it, the core's reason and detail, e.g.
 `safety:zone/high_voltage: EVICTED (evicted at tick 41 (capacity): importance 0.30, ...)`,
-which `py_trees.display` and the tree watchers show.
+which `py_trees.display` and the tree watchers show; without a note, the keys of its family
+the pack holds instead (`goal:current: ...; of goal:* it holds goal:deliver ...`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import py_trees
 
@@ -20,6 +21,8 @@ from working_memory.trees.blackboard import ROOT, VALUES, cabin_namespace
 
 Status = py_trees.common.Status
 _GLOB = frozenset('*?[')
+# Keys named in a feedback of what the pack holds instead of the one looked for.
+SHOWN = 3
 
 
 def note_for(key: str, missing: Mapping[str, Missing]) -> Missing | None:
@@ -41,13 +44,31 @@ def note_text(key: str, note: Missing, stamp: float) -> str:
 
 
 def why_missing(key: str, cabin: str, tick: int, stamp: float,
-                missing: Mapping[str, Missing]) -> str:
-    """Return why `key` is not in `cabin`'s pack of `tick`: the note's reason and detail."""
+                missing: Mapping[str, Missing], held: Iterable[str] = ()) -> str:
+    """Return why `key` is not in `cabin`'s pack of `tick`: the note's reason and detail.
+
+    Without a note, the keys of its family the pack `held` instead (`goal:deliver` where
+    `goal:current` was looked for): a required glob (`goal:*`) that another key met
+    leaves no note on the key looked for.
+    """
     note = note_for(key, missing)
-    if note is None:
-        return (f'{key}: not in the {cabin} pack of tick {tick} (no missing note: '
-                'its manifest does not require it)')
-    return note_text(key, note, stamp)
+    if note is not None:
+        return note_text(key, note, stamp)
+    where = f'{key}: not in the {cabin} pack of tick {tick}'
+    prefix = key_prefix(key)
+    instead = sorted(other for other in held if prefix and other.startswith(prefix))
+    if instead:
+        more = f' and {len(instead) - SHOWN} more' if len(instead) > SHOWN else ''
+        return (f'{where}; of {prefix}* it holds {", ".join(instead[:SHOWN])}{more} '
+                f'(no missing note on {key})')
+    return (f'{where} (no missing note: its manifest requires it neither by name nor by a '
+            'glob that no key met)')
+
+
+def key_prefix(key: str) -> str:
+    """Return `key` up to its first ':' or '/', that included ('goal:'); '' without one."""
+    cut = min((key.find(mark) for mark in ':/' if mark in key), default=-1)
+    return key[:cut + 1] if cut >= 0 else ''
 
 
 class _PackCondition(py_trees.behaviour.Behaviour):
@@ -86,7 +107,7 @@ class _PackCondition(py_trees.behaviour.Behaviour):
 
     def _why_missing(self) -> str:
         return why_missing(self.key, self.cabin, self._read('tick'), self._read('stamp'),
-                           self._read('missing'))
+                           self._read('missing'), self._read('pack').values)
 
     def _in_pack(self) -> bool:
         """Return True when the key is in the pack; else set the feedback saying why not."""
