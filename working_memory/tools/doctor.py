@@ -284,8 +284,11 @@ class _Watch:
 
 
 def pressure(run: Run, settings: Settings, cabin: str | None = None,
-             lacked: Iterable[str] = ()) -> Pressure:
-    """Measure the asks against the capacity; under real pressure propose fixes, replayed."""
+             lacked: Iterable[str] = (), fixes: bool = True) -> Pressure:
+    """Measure the asks against the capacity; under real pressure propose fixes, replayed.
+
+    Without `fixes` only the measure (one replay).
+    """
     capacity = settings.config.capacity
     manifests = settings.manifests()
     watch = _Watch(manifests, set(lacked))
@@ -308,17 +311,17 @@ def pressure(run: Run, settings: Settings, cabin: str | None = None,
     if peak is None:
         return Pressure(capacity, (), 0, 0, 0, 0, 0, (0, 0), (), (), {}, ())
     asked, tick, exempt, scopes, maps, step = peak
-    fixes: list[Fix] = []
-    if watch.alarms or watch.losses:
+    proposed: list[Fix] = []
+    if fixes and (watch.alarms or watch.losses):
         needed = exempt - capacity if watch.alarms else asked - capacity
         for scope_cabin, what, values in _scope_fixes(scopes, step, needed, bool(watch.alarms),
                                                       floors, watch.losses, statuses):
-            fixes.append(_replayed(run, settings, watch, 'scope', scope_cabin, what, values))
-        fixes = [fix for fix in fixes if _relieves(fix, watch)]
-        fixes.append(_capacity_fix(run, settings, watch, max(asked_counts)))
+            proposed.append(_replayed(run, settings, watch, 'scope', scope_cabin, what, values))
+        proposed = [fix for fix in proposed if _relieves(fix, watch)]
+        proposed.append(_capacity_fix(run, settings, watch, max(asked_counts)))
     return Pressure(capacity, tuple(watch.alarms), watch.evictions, len(asked_counts), tick,
                     asked, exempt, (min(asked_counts), max(asked_counts)), tuple(scopes),
-                    tuple(maps), dict(watch.losses), tuple(fixes))
+                    tuple(maps), dict(watch.losses), tuple(proposed))
 
 
 def _relieves(fix: Fix, before: _Watch) -> bool:

@@ -10,22 +10,29 @@
                                             manifest additions from the run's wrong decisions
     wm-inspect doctor BAG                   the three symptoms: suddenly dumb, decision drift,
                                             capacity pressure
+    wm-inspect fleet PATH... [--workers N] [--engine local|ray] [--ray-address ADDR]
+                             [--json FILE] [--report FILE.html] [--out DIR]
+                                            every bag under the paths: the manifest changes
+                                            that fix the most wrong decisions, by replay
 
 Needs only rosbags, numpy and matplotlib (no rclpy). Exit code 0 on success, 1 when
 the bag or the question is wrong (missing bag, unknown cabin, tick not recorded), 2 on
-bad usage; `replay` exits 3 when a digest disagrees, `doctor` 3 when it finds anything.
+bad usage; `replay` exits 3 when a digest disagrees, `doctor` 3 when it finds anything,
+`fleet` 3 when a change fixes wrong decisions.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
 
 import yaml
 
 from working_memory.core.checks import did_you_mean
 from working_memory.ros.params import CABINS_PREFIX, SPECS, cabin_param_specs, param_spec
-from working_memory.tools import doctor, suggest
+from working_memory.tools import doctor, fleet, suggest
 from working_memory.tools.bag import BagError
 from working_memory.tools.recording import (FrameRecord, PackRecord, Recording, RecordingError,
                                             describe_ticks, load_recording, load_run)
@@ -326,9 +333,81 @@ def run_command(args: argparse.Namespace) -> tuple[str, int]:
     return doctor.format_doctor(result, args.bag), FINDS if result.found else 0
 
 
+def fleet_parser() -> argparse.ArgumentParser:
+    """Return the parser of `wm-inspect fleet`."""
+    cli = argparse.ArgumentParser(
+        prog='wm-inspect fleet',
+        description="Read every robot's recorded runs under the paths and rank the manifest "
+                    'changes by the wrong decisions they fix, each checked by replay on every '
+                    'bag it applies to.')
+    cli.add_argument('paths', nargs='+', help='folders holding bags, at any depth')
+    cli.add_argument('--workers', type=int, default=None,
+                     help='local processes (default: one per core)')
+    cli.add_argument('--engine', choices=(fleet.LOCAL, fleet.RAY), default=fleet.LOCAL,
+                     help='local: a process pool on this machine; ray: Ray tasks (this '
+                          "machine's own cluster, or --ray-address)")
+    cli.add_argument('--ray-address', metavar='ADDR',
+                     help='a running Ray cluster (ray start --head prints it)')
+    cli.add_argument('--json', metavar='FILE', help='write the results as JSON (a contract)')
+    cli.add_argument('--report', metavar='FILE.html', help='write the fleet report')
+    cli.add_argument('--out', metavar='DIR', help='write the combined patch params files')
+    cli.add_argument('--quiet', action='store_true', help='no progress bar')
+    return cli
+
+
+def fleet_main(argv: list[str]) -> int:
+    """Run `wm-inspect fleet`; 0 when no change fixes anything, 3 when one does, 1 on error."""
+    try:
+        args = fleet_parser().parse_args(argv)
+        if args.workers is not None and args.workers < 1:
+            fleet_parser().error('--workers: must be >= 1')
+        if args.ray_address and args.engine != fleet.RAY:
+            fleet_parser().error('--ray-address needs --engine ray')
+    except SystemExit as exit_request:
+        return int(exit_request.code or 0)
+    try:
+        with fleet_progress(args.quiet) as progress:
+            result = fleet.run_fleet(args.paths, args.engine, args.workers, args.ray_address,
+                                     progress)
+    except fleet.FleetError as error:
+        print(f'wm-inspect: error: {error}', file=sys.stderr)
+        return 1
+    print(fleet.format_fleet(result))
+    if args.json:
+        with open(args.json, 'w', encoding='utf-8') as stream:
+            json.dump(result.as_json(), stream, indent=2)
+            stream.write('\n')
+    if args.report:
+        print(f'report written to {fleet.write_report(result, args.report)}')
+    if args.out:
+        for path in fleet.write_patches(result, args.out):
+            print(f'patch written to {path}')
+    return FINDS if result.changes else 0
+
+
+@contextlib.contextmanager
+def fleet_progress(quiet: bool):
+    """Yield progress(stage, done, total): a rich progress bar on stderr, or nothing."""
+    if quiet:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done)
+        yield progress
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run wm-inspect with `argv` (default: the command line); return the exit code."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == 'fleet':
+        return fleet_main(argv[1:])
     if argv and argv[0] in COMMANDS:
         try:
             args = command_parser().parse_args(argv)

@@ -489,6 +489,11 @@ def patch_values(patch: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             for cabin, fields in patch.items() for name, value in fields.items()}
 
 
+def node_key(node: str) -> str:
+    """Return the params-file key of a node in any namespace: '/**/working_memory'."""
+    return '/**/' + node.rsplit('/', 1)[-1]
+
+
 def patch_yaml(result: Suggestions, node: str) -> str:
     """Return the patch as a params file the node accepts (after its own file)."""
     lines = ["# Manifest additions suggested by wm-inspect suggest from the run's wrong",
@@ -507,7 +512,7 @@ def patch_yaml(result: Suggestions, node: str) -> str:
                 nested[name] = value
         cabins[cabin] = nested
     # Keyed as the packaged file is (`/**/<name>`): it reaches the node in any namespace.
-    document = {'/**/' + node.rsplit('/', 1)[-1]: {'ros__parameters': {'cabins': cabins}}}
+    document = {node_key(node): {'ros__parameters': {'cabins': cabins}}}
     return '\n'.join(lines) + '\n' + yaml.safe_dump(document, default_flow_style=None,
                                                     sort_keys=False, width=100)
 
@@ -515,8 +520,12 @@ def patch_yaml(result: Suggestions, node: str) -> str:
 # -- the whole archaeology ---------------------------------------------------------------
 
 
-def suggest(run: Run, settings: Settings, cabin: str | None = None) -> Suggestions:
-    """Find the run's wrong decisions, what each was missing, a patch, and check it by replay."""
+def suggest(run: Run, settings: Settings, cabin: str | None = None,
+            check: bool = True) -> Suggestions:
+    """Find the run's wrong decisions, what each was missing, a patch, and check it by replay.
+
+    Without `check` the patch is not replayed (Suggestions.check is None).
+    """
     manifests = settings.manifests()
     cabins = [cabin] if cabin is not None else list(manifests)
     decisions = [d for d in wrong_decisions(run, cabins) if d.cabin in manifests]
@@ -543,8 +552,8 @@ def suggest(run: Run, settings: Settings, cabin: str | None = None) -> Suggestio
     decisions = [d for d in decisions
                  if d.kind != HELD or any(f.decision is d for f in findings)]
     patch, notes = build_patch(findings, manifests, evictions)
-    check = check_patch(run, settings, patch, findings) if patch else None
-    return Suggestions(settings, tuple(decisions), tuple(findings), patch, notes, check)
+    checked = check_patch(run, settings, patch, findings) if patch and check else None
+    return Suggestions(settings, tuple(decisions), tuple(findings), patch, notes, checked)
 
 
 def check_patch(run: Run, settings: Settings, patch: Mapping[str, Mapping[str, Any]],
@@ -560,13 +569,14 @@ def check_patch(run: Run, settings: Settings, patch: Mapping[str, Mapping[str, A
         if step.frame.capacity_alarm:
             alarms.append(tick)
         for finding in findings:
-            if tick in wanted[(finding.cabin, finding.key)] and _served(step, finding):
+            if tick in wanted[(finding.cabin, finding.key)] and served(step, finding):
                 present[(finding.cabin, finding.key)] += 1
     return Check({key: (present[key], len(ticks)) for key, ticks in wanted.items()},
                  tuple(alarms))
 
 
-def _served(step: Step, finding: Finding) -> bool:
+def served(step: Step, finding: Finding) -> bool:
+    """Return True when the step's pack of the finding's cabin holds its item."""
     pack = step.frame.packs.get(finding.cabin)
     if pack is None:
         return False
