@@ -24,7 +24,7 @@ export ROS_DOMAIN_ID ?= 42
 SOURCES := $(shell find working_memory msg srv launch config -type f ! -name '*.pyc' 2>/dev/null) \
 	CMakeLists.txt package.xml
 
-.PHONY: all setup build browser demo test lint bench bench-ros clean
+.PHONY: all setup build browser demo fleet test lint bench bench-ros clean
 
 all: test
 
@@ -57,6 +57,10 @@ demo: build
 # The real-browser tests' tools (test/browser): Debian's Chromium as root, the pinned npm
 # packages of tools/browser into ~/.cache/working_memory; a no-op once there. What it cannot
 # install, it names, and those tests skip with that reason.
+# A small fleet to try `wm-inspect fleet` on: runs of three robots, two misconfigured.
+fleet: build
+	$(ROSENV) python -P -m working_memory.demo.fleet $(ARGS)
+
 browser:
 	@tools/browser/install >/dev/null
 

@@ -7,6 +7,7 @@ Nodes run over real DDS in this process, in the domain of ROS_DOMAIN_ID
 import itertools
 import os
 import time
+from pathlib import Path
 
 import pytest
 import rclpy
@@ -237,6 +238,9 @@ def executor_manifest_without_doors(path):
     return path
 
 
+EXAMPLES = Path(__file__).resolve().parents[2] / 'config' / 'examples'
+
+
 def capacity_file(folder, capacity):
     """Write a params file that sets only the capacity; return its path."""
     path = folder / f'capacity_{capacity}.yaml'
@@ -253,7 +257,9 @@ def recorded_run(tmp_path_factory):
     - 'no_constraints': `--drop planner:constraints`, 12 s of sim time;
     - 'no_doors': an executor manifest without door:*; it stops 3 s of sim time after
       the robot hits the closed door (it cannot see it);
-    - 'capacity_12': the packaged config with capacity 12 (real pressure) after it.
+    - 'capacity_12': the packaged config with capacity 12 (real pressure) after it;
+    - 'delta_no_safety': robot delta (namespace /delta) whose planner manifest lacks the
+      safety constraints (config/examples), 4 s of sim time.
     """
     from working_memory.demo.scenario import ScenarioOptions, parse_drops, run_scenario
     runs = {}
@@ -267,7 +273,9 @@ def recorded_run(tmp_path_factory):
                                       'sim_time_limit_s': 12.0},
                    'no_doors': {'params_file': executor_manifest_without_doors(
                        folder / 'no_doors.yaml'), 'sim_time_limit_s': 60.0},
-                   'capacity_12': {'params_files': (capacity_file(folder, 12),)}}[name]
+                   'capacity_12': {'params_files': (capacity_file(folder, 12),)},
+                   'delta_no_safety': {'params_files': (EXAMPLES / 'planner_without_safety.yaml',),
+                                       'robot': 'delta', 'sim_time_limit_s': 4.0}}[name]
         hit = []
 
         def until(outcome):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import fnmatch
+import re
 from pathlib import Path
 from typing import Mapping
 
@@ -22,6 +23,7 @@ from working_memory.tools.replay import ReplayError, Settings, parameters_in_fil
 EXIT_OK, EXIT_NOT_AS_INTENDED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 BOARD_PREFIX, EVENTS_PREFIX, EVENT_KEY_PREFIX = 'board:', 'events:', 'event:'
 NODE = '/working_memory'
+DEFAULT_SEED = 7
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -36,6 +38,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="a robot's own params file (manifests, capacity, ...) or the patch "
                              '`wm-inspect suggest --out` wrote, loaded after the packaged one by '
                              'every node; repeatable, later files win')
+    parser.add_argument('--robot', type=robot_name, default='', metavar='NAME',
+                        help="run the loop in the robot's namespace (/NAME/board, "
+                             '/NAME/working_memory, ...) and write the bag under OUT/NAME/, as '
+                             "a fleet's robot (default: the root namespace)")
     parser.add_argument('--cabins', choices=sorted(CABIN_SETS), default='plain',
                         help='decision nodes: the plain reference cabins, or the planner as a '
                              'py_trees behaviour tree (default: plain)')
@@ -43,7 +49,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help='at this sim time the working memory loses everything it holds '
                              '(cleanup, configure, activate: a restart) and re-reads the '
                              'writers')
-    parser.add_argument('--seed', type=int, default=7, help='world seed (door outcomes, noise)')
+    parser.add_argument('--seed', type=int, default=DEFAULT_SEED,
+                        help=f'world seed (door outcomes, noise; default {DEFAULT_SEED}); '
+                             'another seed names the bag ..._seed<N>')
     parser.add_argument('--out', type=Path, default=Path('out'),
                         help='directory for the bag and the report (default: out/)')
     parser.add_argument('--real-time-factor', type=float, default=2.0,
@@ -57,6 +65,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument('--after-alarm', type=float, default=10.0,
                         help='stop this much sim time [s] after the first alarm (default: 10)')
     return parser.parse_args(argv)
+
+
+def robot_name(text: str) -> str:
+    """Return `text` if it is a ROS name token (a namespace of one level), else raise."""
+    if not re.fullmatch(r'[A-Za-z][A-Za-z0-9_]*', text):
+        raise argparse.ArgumentTypeError(f'{text!r}: a robot name is a letter, then letters, '
+                                         'digits or _ (a ROS namespace of one level)')
+    return text
 
 
 def demo_manifests(params_files: list[Path]) -> dict[str, Manifest]:

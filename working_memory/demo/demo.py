@@ -19,8 +19,9 @@ import time
 import rclpy
 from rclpy.signals import SignalHandlerOptions
 
-from working_memory.demo.cli import (EXIT_USAGE, Progress, demo_manifests, describe_drops,
-                                     drops_from_specs, exit_code, hints, parse_args, summary)
+from working_memory.demo.cli import (DEFAULT_SEED, EXIT_USAGE, Progress, demo_manifests,
+                                     describe_drops, drops_from_specs, exit_code, hints,
+                                     parse_args, summary)
 from working_memory.demo.scenario import ScenarioOptions, run_scenario
 from working_memory.tools.bag import BagError
 from working_memory.tools.recording import RecordingError, load_recording
@@ -38,11 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     tag = '_'.join((['drop'] + [spec.replace(':', '-') for spec in args.drop] if args.drop else
                     [] if args.params else ['baseline']) + [path.stem for path in args.params])
     tag += '' if args.cabins == 'plain' else f'_{args.cabins}'
+    tag += '' if args.seed == DEFAULT_SEED else f'_seed{args.seed}'
     tag += '' if args.restart_wm_at is None else f'_restart-{args.restart_wm_at:g}'
     tag = ''.join(char if char.isalnum() or char in '-_' else '_' for char in tag)
-    args.out.mkdir(parents=True, exist_ok=True)
-    bag = args.out / f'delivery_{tag}'
-    report = args.out / f'delivery_{tag}.html'
+    folder = args.out / args.robot if args.robot else args.out
+    folder.mkdir(parents=True, exist_ok=True)
+    bag = folder / f'delivery_{tag}'
+    report = folder / f'delivery_{tag}.html'
     if bag.exists():
         shutil.rmtree(bag)
     options = ScenarioOptions(seed=args.seed, drops=drops, bag_path=bag,
@@ -50,10 +53,12 @@ def main(argv: list[str] | None = None) -> int:
                               sim_time_limit_s=args.sim_time_limit,
                               wall_time_limit_s=args.wall_time_limit, cabins=args.cabins,
                               restart_wm_at_s=args.restart_wm_at,
-                              params_files=tuple(path.resolve() for path in args.params))
+                              params_files=tuple(path.resolve() for path in args.params),
+                              robot=args.robot)
     params = f'params {", ".join(map(str, args.params))}, ' if args.params else ''
+    robot = f'robot {args.robot} (namespace /{args.robot}), ' if args.robot else ''
     print(f'working_memory demo: delivery world seed {args.seed}, drops {describe_drops(drops)}, '
-          f'cabins {args.cabins}, {params}'
+          f'cabins {args.cabins}, {params}{robot}'
           f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")} (loopback only)', flush=True)
     # Ctrl-C ends the run between spins, so the bag is still closed and the report written.
     interrupted = threading.Event()

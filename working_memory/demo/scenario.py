@@ -56,6 +56,15 @@ CABIN_SETS: dict[str, tuple[type, ...]] = {
 }
 
 
+# Topics that stay global whatever the robot's namespace: sim time and the graph-wide ones.
+GLOBAL_TOPICS = ('/clock', '/parameter_events', '/diagnostics')
+
+
+def robot_topic(namespace: str, topic: str) -> str:
+    """Return an absolute demo topic inside the robot's namespace (global ones unchanged)."""
+    return topic if not namespace or topic in GLOBAL_TOPICS else namespace + topic
+
+
 # What the demo records: the inputs (board, log, map, odom, clock) and the node's configuration,
 # its outputs (frame, evictions, diagnostics), and what the cabins decided (statuses; alarms
 # are ALARM events on the log): enough to replay the run offline and ask what was missing.
@@ -128,6 +137,14 @@ class ScenarioOptions:
     # [s] sim time at which the working memory loses everything (cleanup, configure,
     # activate) and re-reads the writers; None: never.
     restart_wm_at_s: float | None = None
+    # The robot's name: every node of the loop runs in its namespace (/<robot>/board,
+    # /<robot>/working_memory, ...), as a fleet's robots do; '' the root namespace.
+    robot: str = ''
+
+    @property
+    def namespace(self) -> str:
+        """Return the namespace of the robot: '/alpha', or '' for the root."""
+        return f'/{self.robot}' if self.robot else ''
 
 
 @dataclass
@@ -164,14 +181,15 @@ class Observer(Node):
         self.outcome = outcome
         self.status: dict = {}
         self.ticks_before = 0   # the ticks of the working memory's earlier starts
-        self.create_subscription(String, '/sim_world/status', self._on_sim_status,
+        # Relative names: the observer runs in the robot's namespace.
+        self.create_subscription(String, 'sim_world/status', self._on_sim_status,
                                  qos.latched_qos())
         self.create_subscription(LogEvent, 'log', self._on_log, qos.stream_qos(100))
-        self.create_subscription(EvictionBatch, '/working_memory/evictions', self._on_eviction,
+        self.create_subscription(EvictionBatch, 'working_memory/evictions', self._on_eviction,
                                  qos.stream_qos(100))
-        self.create_subscription(DecisionStatus, '/executor/status', self._on_executor,
+        self.create_subscription(DecisionStatus, 'executor/status', self._on_executor,
                                  qos.stream_qos(10))
-        self.create_subscription(DecisionStatus, '/planner/status', self._on_planner,
+        self.create_subscription(DecisionStatus, 'planner/status', self._on_planner,
                                  qos.stream_qos(10))
 
     def _on_sim_status(self, msg: String) -> None:
@@ -233,23 +251,32 @@ class Scenario:
         wm_overrides += [Parameter(name, value=value)
                          for name, value in options.extra_params.items()]
         recording = options.bag_path is not None
-        self.sim = SimWorldNode(context=context, parameter_overrides=[
-            Parameter('seed', value=options.seed),
-            Parameter('real_time_factor', value=options.real_time_factor),
-            # The observer and the working-memory node listen to the log, and the recorder.
-            Parameter('log_listeners', value=3 if recording else 2)])
+        namespace = options.namespace or None
+        # The simulator's own topics are absolute (/map, /odom, /cmd_vel): into the namespace.
+        sim_remaps = [] if not namespace else ['--ros-args'] + [
+            arg for topic in ('/map', '/odom', '/cmd_vel')
+            for arg in ('-r', f'{topic}:={robot_topic(namespace, topic)}')]
+        self.sim = SimWorldNode(context=context, namespace=namespace, cli_args=sim_remaps,
+                                parameter_overrides=[
+                                    Parameter('seed', value=options.seed),
+                                    Parameter('real_time_factor',
+                                              value=options.real_time_factor),
+                                    # The observer and the working-memory node listen to the
+                                    # log, and the recorder.
+                                    Parameter('log_listeners', value=3 if recording else 2)])
         self.memory = WorkingMemoryNode(
-            context=context, parameter_overrides=wm_overrides,
+            context=context, namespace=namespace, parameter_overrides=wm_overrides,
             cli_args=params_args)
-        self.deciders = [cls(context=context, parameter_overrides=sim_time,
+        self.deciders = [cls(context=context, namespace=namespace, parameter_overrides=sim_time,
                              cli_args=params_args)
                          for cls in CABIN_SETS[options.cabins]]
-        self.observer = Observer(self.outcome, context=context)
+        self.observer = Observer(self.outcome, context=context, namespace=namespace)
         self.recorder = None
         if recording:
             self.recorder = RecorderNode(context=context, parameter_overrides=sim_time + [
                 Parameter('bag_path', value=str(options.bag_path)),
-                Parameter('topics', value=list(RECORDED_TOPICS))])
+                Parameter('topics', value=[robot_topic(options.namespace, topic)
+                                           for topic in RECORDED_TOPICS])])
             self.recorder.set_custom_data('working_memory.seed', str(options.seed))
             self.recorder.set_custom_data('working_memory.drops', describe_drops(options.drops))
             self.recorder.set_custom_data(PARAMS_FILES_KEY, json.dumps(

@@ -19,6 +19,7 @@ the local process pool and Ray give the same answer. A task holds one bag's run 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -222,7 +223,7 @@ def examine(path: str) -> BagResult:
         return BagResult(path, robot_of(bag, None), False, f'{type(error).__name__}: {error}')
     wrong = tuple(Wrong(d.cabin, d.kind, d.summary, d.ticks, tuple(
         (f.key, f.event.seq if f.event is not None else None)
-        for f in found.findings if f.decision is d)) for d in found.decisions)
+        for f in lacked_by(d, found.findings))) for d in found.decisions)
     evicted = Counter(record.key for record in run.recording.evictions)
     return BagResult(path, robot, True, '', run.recording.frames[0].stamp_ns, wrong,
                      tuple(atomic_changes(found.patch, settings)), symptoms,
@@ -291,10 +292,20 @@ def check(path: str, changes: Sequence[Change]) -> list[Checked]:
 
 
 def examine_findings(run, settings: Settings) -> list[tuple[Any, list[Finding]]]:
-    """Return each wrong decision of the run with its findings (suggest's archaeology)."""
+    """Return each wrong decision of the run with what it lacked (suggest's archaeology).
+
+    What a decision lacked is every finding of its cabin absent at one of its ticks: a
+    finding is filed under the first decision it was found for, and wrong decisions of one
+    cabin often overlap (a failure repeated again and again).
+    """
     found = suggest(run, settings, check=False)
-    return [(decision, [f for f in found.findings if f.decision is decision])
-            for decision in found.decisions]
+    return [(decision, lacked_by(decision, found.findings)) for decision in found.decisions]
+
+
+def lacked_by(decision, findings: Iterable[Finding]) -> list[Finding]:
+    """Return the findings of the decision's cabin absent at one of its ticks."""
+    return [f for f in findings
+            if f.cabin == decision.cabin and not set(f.ticks).isdisjoint(decision.ticks)]
 
 
 @dataclass
@@ -308,11 +319,11 @@ def _replayed(run, settings: Settings, found) -> _Replayed:
     """Replay: per finding, at how many of its faulty ticks its item is served; pressure."""
     result = _Replayed(Counter())
     wanted: dict[int, list[Finding]] = {}
-    for _, findings in found:
-        for finding in findings:
-            result.present[id(finding)] += 0
-            for tick in finding.ticks:
-                wanted.setdefault(tick, []).append(finding)
+    unique = {id(finding): finding for _, findings in found for finding in findings}
+    for finding in unique.values():
+        result.present[id(finding)] += 0
+        for tick in finding.ticks:
+            wanted.setdefault(tick, []).append(finding)
     for step in replay(run, settings):
         result.evictions += len(step.frame.evictions)
         result.alarms += bool(step.frame.capacity_alarm)
@@ -368,7 +379,9 @@ def run_fleet(paths: Iterable[str | Path], engine: str = LOCAL, workers: int | N
 
 def _local_map(workers: int | None):
     def run(function, arguments, done):
-        with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        # Spawned, not forked: a caller with middleware threads (a ROS node) forks unsafely.
+        with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1,
+                                 mp_context=multiprocessing.get_context('spawn')) as pool:
             futures = [pool.submit(function, *args) for args in arguments]
             results = []
             for count, future in enumerate(futures, 1):
@@ -505,5 +518,3 @@ def write_report(fleet: Fleet, path: str | Path) -> Path:
     """Write the fleet report: faults per robot over time and the top changes, as one page."""
     from working_memory.tools import fleet_report
     return fleet_report.write(fleet, Path(path))
-
-

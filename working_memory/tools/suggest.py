@@ -367,7 +367,8 @@ def findings_at(step: Step, decision: WrongDecision, pose_key: str,
         finding = found.setdefault((decision.cabin, key), Finding(
             decision.cabin, key, answer.reason, answer.detail, score, why, decision,
             event=event, importance=importance or 0.0, tags=tuple(tags)))
-        finding.ticks.append(step.recorded.tick)
+        if finding.ticks[-1:] != [step.recorded.tick]:   # one tick, whatever decisions share it
+            finding.ticks.append(step.recorded.tick)
         finding.score = max(finding.score, score)
 
 
