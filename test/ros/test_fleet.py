@@ -37,59 +37,77 @@ def fleet_folder(recorded_run, tmp_path_factory):
     return root
 
 
+def fleet_command(*args, cwd=None):
+    """Run `wm-inspect fleet ARGS` as a user does (a process of its own); return it done."""
+    return subprocess.run([sys.executable, '-m', 'working_memory.tools.inspect', 'fleet',
+                           '--quiet', *map(str, args)], capture_output=True, text=True,
+                          timeout=RUN_LIMIT_S, cwd=cwd)
+
+
 @pytest.fixture(scope='module')
-def local(fleet_folder):
-    return fleet.run_fleet([fleet_folder], fleet.LOCAL, workers=2)
+def local(fleet_folder, tmp_path_factory):
+    """Return (the JSON, the printout, the folder of outputs) of the fleet on 2 local workers."""
+    out = tmp_path_factory.mktemp('local')
+    done = fleet_command(fleet_folder, '--workers', 2, '--json', out / 'fleet.json',
+                         '--report', out / 'fleet.html', '--out', out / 'patches')
+    assert done.returncode == inspect.FINDS, done.stderr[-3000:]
+    assert 'Traceback' not in done.stderr
+    return json.loads((out / 'fleet.json').read_text()), done.stdout, out
+
+
+def changes_by_text(data):
+    sign = {'add': '+=', 'remove': '-=', 'set': '='}
+    return {f'{c["cabin"]} {c["field"]} {sign[c["op"]]} {c["value"]}': c for c in data['changes']}
 
 
 def test_every_bag_is_found_with_its_robot_and_the_unreadable_ones_say_why(local, fleet_folder):
-    bags = {bag.path.removeprefix(str(fleet_folder) + '/'): bag for bag in local.bags}
-    assert sorted(bags) == ['alpha/run1', 'beta/run1', 'beta/run2', 'elsewhere/run1',
-                            'gamma/cut', 'gamma/notes']
-    assert {name: bag.robot for name, bag in bags.items() if bag.ok} == {
+    data, printout, _ = local
+    bags = {bag['path'].removeprefix(str(fleet_folder) + '/'): bag for bag in data['bags']}
+    assert list(bags) == ['alpha/run1', 'beta/run1', 'beta/run2', 'elsewhere/run1',
+                          'gamma/cut', 'gamma/notes']
+    assert {name: bag['robot'] for name, bag in bags.items() if bag['ok']} == {
         'alpha/run1': 'alpha', 'beta/run1': 'beta', 'beta/run2': 'beta',
         'elsewhere/run1': 'delta'}   # the namespace /delta, not the folder
-    assert bags['gamma/cut'].error == 'no metadata.yaml: the recording did not close (cut off?)'
-    assert not bags['gamma/notes'].ok and 'BagError' in bags['gamma/notes'].error
-    assert bags['alpha/run1'].wrong_decisions == 0
-    assert bags['elsewhere/run1'].wrong_decisions >= 1
+    assert bags['gamma/cut']['error'] == ('no metadata.yaml: the recording did not close '
+                                          '(cut off?)')
+    assert not bags['gamma/notes']['ok'] and 'BagError' in bags['gamma/notes']['error']
+    assert bags['alpha/run1']['wrong_decisions'] == 0
+    assert bags['elsewhere/run1']['wrong_decisions'] >= 1
+    assert 'bags not read (2), skipped:' in printout
 
 
-def test_changes_are_ranked_by_the_wrong_decisions_they_fix_on_replay(local):
-    ranked = {ranked.change.text(): ranked for ranked in local.changes}
+def test_changes_are_ranked_by_the_wrong_decisions_they_fix_on_replay(local, fleet_folder):
+    data, printout, _ = local
+    ranked = changes_by_text(data)
     doors = ranked['executor board_keys += door:*']
-    assert doors.robots == ('beta',) and doors.fixed >= 1 and not doors.pressure
-    safety = ranked['planner board_keys += safety:*']
-    assert safety.robots == ('delta',)
+    assert doors['robots'] == ['beta'] and doors['fixed'] >= 1 and not doors['pressure']
+    assert doors['runs'] == [str(fleet_folder / 'beta' / 'run1')]
+    assert ranked['planner board_keys += safety:*']['robots'] == ['delta']
     # The injected drop's answer is to stop it: the drop entries go.
-    assert 'planner drop -= safety:*' in ranked
-    fixed = [r.fixed for r in local.changes]
+    assert ranked['planner drop -= safety:*']['robots'] == ['beta']
+    fixed = [change['fixed'] for change in data['changes']]
     assert fixed == sorted(fixed, reverse=True)
+    assert '1. ' in printout and 'checked by replay' in printout
 
 
-def test_the_json_is_the_documented_contract(local, fleet_folder, tmp_path):
-    out = tmp_path / 'fleet.json'
-    code = inspect.main(['fleet', str(fleet_folder), '--workers', '2', '--quiet',
-                         '--json', str(out), '--report', str(tmp_path / 'fleet.html'),
-                         '--out', str(tmp_path / 'patches')])
-    assert code == inspect.FINDS
-    data = json.loads(out.read_text())
+def test_the_json_is_the_documented_contract_and_the_report_shows_the_changes(local):
+    data, _, out = local
     assert list(data) == ['engine', 'bags', 'changes'] and data['engine'] == 'local'
     assert all(list(bag) == ['path', 'robot', 'ok', 'error', 'wrong_decisions']
                for bag in data['bags'])
     assert all(list(change) == ['cabin', 'field', 'op', 'value', 'fixed', 'runs', 'robots',
                                 'pressure'] for change in data['changes'])
-    assert data == local.as_json()
-    page = (tmp_path / 'fleet.html').read_text()
+    page = (out / 'fleet.html').read_text()
     assert 'id="faults"' in page and 'id="top-changes"' in page
     assert 'executor board_keys += door:*' in page
 
 
-def test_the_combined_patch_loads_into_the_node_and_takes_effect(local, context, tmp_path):
+def test_the_combined_patch_loads_into_the_node_and_takes_effect(local, context):
     from working_memory.demo.scenario import default_params_file
     from working_memory.ros.node import WorkingMemoryNode
-    written = {path.stem: path for path in fleet.write_patches(local, tmp_path)}
-    assert 'delta' in written and 'beta' in written
+    _, _, out = local
+    written = {path.stem: path for path in (out / 'patches').glob('*.yaml')}
+    assert {'delta', 'beta'} <= set(written)
     node = WorkingMemoryNode(context=context, namespace='/delta', cli_args=[
         '--ros-args', '--params-file', str(default_params_file()),
         '--params-file', str(written['delta'])])
@@ -104,12 +122,12 @@ def test_ray_gives_exactly_the_local_pools_changes(local, fleet_folder):
     pytest.importorskip('ray', reason='Ray comes from tools/requirements.txt')
     import ray
     try:
-        on_ray = fleet.run_fleet([fleet_folder], fleet.RAY)
+        on_ray = fleet.run_fleet([fleet_folder], fleet.RAY).as_json()
     finally:
         ray.shutdown()
-    assert on_ray.engine == 'ray'
-    assert on_ray.as_json()['changes'] == local.as_json()['changes']
-    assert on_ray.as_json()['bags'] == local.as_json()['bags']
+    data, _, _ = local
+    assert on_ray['engine'] == 'ray'
+    assert on_ray['changes'] == data['changes'] and on_ray['bags'] == data['bags']
 
 
 def free_port():
@@ -132,14 +150,11 @@ def test_a_started_ray_cluster_runs_the_fleet_from_the_command_line(
     try:
         assert started.returncode == 0, started.stderr[-2000:]
         out = tmp_path / 'fleet.json'
-        done = subprocess.run(
-            [sys.executable, '-c', 'import sys; from working_memory.tools.inspect import main; '
-             'sys.exit(main())', 'fleet', str(fleet_folder), '--engine', 'ray',
-             '--ray-address', f'127.0.0.1:{port}', '--quiet', '--json', str(out)],
-            capture_output=True, text=True, timeout=RUN_LIMIT_S)
+        done = fleet_command(fleet_folder, '--engine', 'ray', '--ray-address',
+                             f'127.0.0.1:{port}', '--json', out)
         assert done.returncode == inspect.FINDS, done.stderr[-2000:]
         data = json.loads(out.read_text())
-        assert data['engine'] == 'ray' and data['changes'] == local.as_json()['changes']
+        assert data['engine'] == 'ray' and data['changes'] == local[0]['changes']
     finally:
         subprocess.run([ray_cli, 'stop', '--force'], capture_output=True, timeout=RUN_LIMIT_S)
         shutil.rmtree(temp, ignore_errors=True)

@@ -7,13 +7,14 @@ robots, and what it costs. Two kinds of task, each one bag:
 1. `examine(bag)`: the bag's own archaeology (suggest's wrong decisions and findings with the
    bag's recorded configuration; the doctor's drift and pressure symptoms) and the atomic
    candidate changes its patch makes (one entry added to a list, one value set);
-2. `check(bag, changes)`: every candidate of the fleet that applies to the bag (its cabin
-   exists there) replayed on it, each apart: the bag's wrong decisions it fixes (the
+2. `check(examined, changes)`: every candidate of the fleet that applies to the bag (its
+   cabin exists there) replayed on it, each apart: the bag's wrong decisions it fixes (the
    replayed pack holds a missing item at every faulty tick of the decision) and the
    pressure it adds (evictions, capacity alarms) against the plain replay.
 
-Tasks get a path and give small results back; `aggregate` merges them in path order, so
-the local process pool and Ray give the same answer. A task holds one bag's run at a time.
+Tasks get a path (the check also the bag's examination) and give small results back;
+`aggregate` merges them in path order, so the local process pool and Ray give the same
+answer. A task holds one bag's run at a time.
 """
 
 from __future__ import annotations
@@ -113,6 +114,11 @@ class BagResult:
     cabins: tuple[str, ...] = ()
     values: Mapping[str, Any] = field(default_factory=dict)   # its cabins.* parameters
     node: str = ''
+    # For the check, so that it replays only the changes: each wrong decision with what it
+    # lacked, and the plain replay's evictions and capacity-alarm ticks.
+    lacked: tuple[tuple[Any, tuple[Finding, ...]], ...] = ()
+    evictions: int = 0
+    alarms: int = 0
 
     @property
     def wrong_decisions(self) -> int:
@@ -216,36 +222,27 @@ def examine(path: str) -> BagResult:
         robot = robot_of(bag, settings.node)
         if not run.recording.frames:
             return BagResult(path, robot, False, 'no frames of a working-memory node')
-        found = suggest(run, settings)
-        replayed = agreement(run, settings)
-        symptoms = _symptoms(run, settings, found, replayed)
+        found = suggest(run, settings, check=False)
+        lacked = tuple((d, tuple(lacked_by(d, found.findings))) for d in found.decisions)
+        pressed = pressure(run, settings, lacked={f.key for f in found.findings}, fixes=False)
+        symptoms = [name for name, shown in (
+            ('suddenly dumb', bool(found.findings)),
+            ('decision drift', drift(run, agreement(run, settings)).found),
+            ('capacity alarms', bool(pressed.alarm_ticks)),
+            ('costly evictions', bool(pressed.losses))) if shown]
     except (BagError, RecordingError, ReplayError, OSError, KeyError, ValueError) as error:
         return BagResult(path, robot_of(bag, None), False, f'{type(error).__name__}: {error}')
     wrong = tuple(Wrong(d.cabin, d.kind, d.summary, d.ticks, tuple(
-        (f.key, f.event.seq if f.event is not None else None)
-        for f in lacked_by(d, found.findings))) for d in found.decisions)
+        (f.key, f.event.seq if f.event is not None else None) for f in findings))
+        for d, findings in lacked)
     evicted = Counter(record.key for record in run.recording.evictions)
     return BagResult(path, robot, True, '', run.recording.frames[0].stamp_ns, wrong,
-                     tuple(atomic_changes(found.patch, settings)), symptoms,
+                     tuple(atomic_changes(found.patch, settings)), tuple(symptoms),
                      tuple(sorted(evicted.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_EVICTED]),
                      tuple(settings.manifests()),
                      {name: value for name, value in settings.values.items()
-                      if name.startswith(CABINS_PREFIX)}, settings.node)
-
-
-def _symptoms(run, settings: Settings, found, replayed) -> tuple[str, ...]:
-    """Return the doctor's symptoms the run shows, by name."""
-    symptoms = []
-    if found.findings:
-        symptoms.append('suddenly dumb')
-    if drift(run, replayed).found:
-        symptoms.append('decision drift')
-    pressed = pressure(run, settings, lacked={f.key for f in found.findings}, fixes=False)
-    if pressed.alarm_ticks:
-        symptoms.append('capacity alarms')
-    if pressed.losses:
-        symptoms.append('costly evictions')
-    return tuple(symptoms)
+                      if name.startswith(CABINS_PREFIX)}, settings.node, lacked,
+                     pressed.evictions, len(pressed.alarm_ticks))
 
 
 def atomic_changes(patch: Mapping[str, Mapping[str, Any]], settings: Settings) -> list[Change]:
@@ -266,44 +263,39 @@ def atomic_changes(patch: Mapping[str, Mapping[str, Any]], settings: Settings) -
 # -- task 2: the fleet's candidates on one bag ----------------------------------------------
 
 
-def check(path: str, changes: Sequence[Change]) -> list[Checked]:
-    """Replay the bag once plain and once per applicable change; return what each gives."""
-    run = load_run(path)
+def check(examined: BagResult, changes: Sequence[Change]) -> list[Checked]:
+    """Replay the examined bag once per applicable change; return what each gives.
+
+    A wrong decision counts fixed when one item it lacked (absent at its faulty ticks in
+    the run, by construction) is served at every one of them; the pressure compares with
+    the plain replay's figures the examination brought.
+    """
+    run = load_run(examined.path)
     settings = recorded_settings(run)
-    manifests = settings.manifests()
-    found = examine_findings(run, settings)
-    before = _replayed(run, settings, found)
     checked = []
     for change in changes:
-        if change.cabin not in manifests:
+        if change.cabin not in examined.cabins:
             continue
         changed = settings.with_values({change.name: change.applied(settings.values)},
                                        change.text())
         try:
-            after = _replayed(run, changed, found)
+            after = _replayed(run, changed, examined.lacked)
         except ReplayError:
             continue  # the change does not make a valid manifest here
-        fixed = sum(1 for decision, findings in found if decision.cabin == change.cabin
-                    and any(after.present[id(f)] == len(f.ticks) for f in findings)
-                    and not any(before.present[id(f)] == len(f.ticks) for f in findings))
-        checked.append(Checked(change, path, fixed, after.evictions, before.evictions,
-                               after.alarms, before.alarms))
+        fixed = sum(1 for decision, findings in examined.lacked
+                    if decision.cabin == change.cabin
+                    and any(after.present[id(f)] == len(f.ticks) for f in findings))
+        checked.append(Checked(change, examined.path, fixed, after.evictions,
+                               examined.evictions, after.alarms, examined.alarms))
     return checked
 
 
-def examine_findings(run, settings: Settings) -> list[tuple[Any, list[Finding]]]:
-    """Return each wrong decision of the run with what it lacked (suggest's archaeology).
-
-    What a decision lacked is every finding of its cabin absent at one of its ticks: a
-    finding is filed under the first decision it was found for, and wrong decisions of one
-    cabin often overlap (a failure repeated again and again).
-    """
-    found = suggest(run, settings, check=False)
-    return [(decision, lacked_by(decision, found.findings)) for decision in found.decisions]
-
-
 def lacked_by(decision, findings: Iterable[Finding]) -> list[Finding]:
-    """Return the findings of the decision's cabin absent at one of its ticks."""
+    """Return what a wrong decision lacked: the findings of its cabin absent at its ticks.
+
+    suggest files a finding under the first decision it was found for; wrong decisions
+    of one cabin often overlap (a failure repeated again and again).
+    """
     return [f for f in findings
             if f.cabin == decision.cabin and not set(f.ticks).isdisjoint(decision.ticks)]
 
@@ -360,7 +352,11 @@ def aggregate(engine: str, bags: Sequence[BagResult], checks: Iterable[Checked])
 def run_fleet(paths: Iterable[str | Path], engine: str = LOCAL, workers: int | None = None,
               ray_address: str | None = None,
               progress: Callable[[str, int, int], None] | None = None) -> Fleet:
-    """Examine every bag, check every candidate on every bag, merge; on a pool or on Ray."""
+    """Examine every bag, check every candidate on every bag, merge; on a pool or on Ray.
+
+    The local pool forks: call it from a process without middleware threads (`wm-inspect
+    fleet` is one; in a process with a ROS context the forked workers would crash).
+    """
     bags = [str(path) for path in find_bags(paths)]
     if not bags:
         raise FleetError('no bag under ' + ', '.join(map(str, paths)))
@@ -368,10 +364,10 @@ def run_fleet(paths: Iterable[str | Path], engine: str = LOCAL, workers: int | N
     report = progress or (lambda stage, done, total: None)
     results = mapper(examine, [(path,) for path in bags], lambda n: report('examine', n, len(bags)))
     candidates = sorted({change for result in results for change in result.changes})
-    readable = [result.path for result in results if result.ok]
+    readable = [result for result in results if result.ok]
     checks: list[Checked] = []
     if candidates:
-        for found in mapper(check, [(path, candidates) for path in readable],
+        for found in mapper(check, [(result, candidates) for result in readable],
                             lambda n: report('check', n, len(readable))):
             checks += found
     return aggregate(engine, results, checks)
@@ -379,9 +375,10 @@ def run_fleet(paths: Iterable[str | Path], engine: str = LOCAL, workers: int | N
 
 def _local_map(workers: int | None):
     def run(function, arguments, done):
-        # Spawned, not forked: a caller with middleware threads (a ROS node) forks unsafely.
+        # Forked: spawning would run the calling script again (console scripts have no
+        # __main__ guard).
         with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1,
-                                 mp_context=multiprocessing.get_context('spawn')) as pool:
+                                 mp_context=multiprocessing.get_context('fork')) as pool:
             futures = [pool.submit(function, *args) for args in arguments]
             results = []
             for count, future in enumerate(futures, 1):
