@@ -3,7 +3,9 @@
 Every node gets the same namespace, parameter file and use_sim_time; `cabins:=trees` runs the
 planner as a py_trees behaviour tree (planner_tree_node), same name and topics. The
 decision nodes read `<namespace>/working_memory/frame`; the simulator (or a
-real robot) provides board, log, map, /clock and consumes cmd_vel.
+real robot) provides board, log, map, /clock and consumes cmd_vel. With `profile:=nav2`
+Nav2's controller drives: the reference executor (which publishes cmd_vel) does not run,
+the planner advises beside Nav2 (its route on route:reference, config/profiles/nav2.yaml).
 """
 
 import importlib.util
@@ -45,9 +47,11 @@ def generate_launch_description() -> LaunchDescription:
                                 "' == 'trees' else 'planner_node'"])
 
     def decision_nodes(context) -> list[Node]:
+        # On a Nav2 robot Nav2's controller drives: no second writer of cmd_vel.
+        nav2 = LaunchConfiguration('profile').perform(context) == 'nav2'
         return [Node(package='working_memory',
                      executable=planner if name == 'planner' else f'{name}_node', name=name,
                      namespace=LaunchConfiguration('namespace'),
                      parameters=working_memory.common_parameters(context), output='screen')
-                for name in DECISION_NODES]
+                for name in DECISION_NODES if not (nav2 and name == 'executor')]
     return LaunchDescription([*arguments, cabins, include, OpaqueFunction(function=decision_nodes)])

@@ -9,7 +9,9 @@ reported as an ERROR on /diagnostics. With `namespace:=robot1` the node is
 /robot1/working_memory, its topics and services below it; the packaged params file
 (keys /**/working_memory) configures it all the same. `sources_file:=<file>` gives the
 node typed-topic sources (the robot's own topics as board entries and events, e.g.
-config/sources/nav2.yaml; docs/SOURCES.md).
+config/sources/nav2.yaml; docs/SOURCES.md). `profile:=nav2` starts from the Nav2 profile
+(config/profiles/nav2.yaml with config/sources/nav2.yaml; docs/CONNECT.md) instead of the
+delivery robot's config/working_memory.yaml.
 
 With `respawn:=true` launch starts the node again when its process ends (a crash,
 an out-of-memory kill), after `respawn_delay` seconds. Launch's lifecycle events
@@ -18,17 +20,23 @@ activates itself (`--autostart`); the new node re-reads the writers (docs/NODE.m
 "After a restart").
 """
 
+import pathlib
+
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessStart
 from launch.events import matches_action
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
 from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 from lifecycle_msgs.msg import Transition
+
+# Per profile, its params file and sources file under the package's share (None: none).
+PROFILES = {'delivery': (('config', 'working_memory.yaml'), None),
+            'nav2': (('config', 'profiles', 'nav2.yaml'), ('config', 'sources', 'nav2.yaml'))}
 
 
 def declare_common_arguments() -> list[DeclareLaunchArgument]:
@@ -38,11 +46,15 @@ def declare_common_arguments() -> list[DeclareLaunchArgument]:
             'namespace', default_value='',
             description='Namespace of every node (empty: the root namespace)'),
         DeclareLaunchArgument(
-            'params_file',
-            default_value=PathJoinSubstitution([FindPackageShare('working_memory'), 'config',
-                                                'working_memory.yaml']),
+            'profile', default_value='delivery', choices=list(PROFILES),
+            description='The packaged starting point: delivery (the built-in delivery robot, '
+                        'config/working_memory.yaml) or nav2 (a Nav2 robot: '
+                        'config/profiles/nav2.yaml with config/sources/nav2.yaml); its files '
+                        'are the defaults of params_file and sources_file'),
+        DeclareLaunchArgument(
+            'params_file', default_value='',
             description='YAML parameter file with the cabin manifests, keyed /**/<node name> '
-                        'so that a node in any namespace picks it up'),
+                        "so that a node in any namespace picks it up; '' is the profile's"),
         DeclareLaunchArgument(
             'extra_params', default_value='',
             description='Params files loaded after params_file by every node, comma-separated, '
@@ -52,7 +64,8 @@ def declare_common_arguments() -> list[DeclareLaunchArgument]:
             'sources_file', default_value='',
             description="YAML file of typed-topic sources: the robot's own topics mapped to "
                         'board entries and events (e.g. the packaged config/sources/nav2.yaml, '
-                        "docs/SOURCES.md); '' leaves params_file's sources_file as it is"),
+                        "docs/SOURCES.md); '' is the profile's (nav2: that file; delivery: "
+                        "none, params_file's sources_file stands)"),
         DeclareLaunchArgument(
             'use_sim_time', default_value='false', choices=['true', 'false'],
             description='Run every node on /clock (sim time) instead of the system clock'),
@@ -66,10 +79,22 @@ def declare_common_arguments() -> list[DeclareLaunchArgument]:
     ]
 
 
+def profile_file(context, argument: str) -> str:
+    """Return the file `argument` (params_file, sources_file) names, else the profile's ('')."""
+    given = LaunchConfiguration(argument, default='').perform(context)
+    if given:
+        return given
+    params, sources = PROFILES[LaunchConfiguration('profile', default='delivery').perform(context)]
+    parts = params if argument == 'params_file' else sources
+    if parts is None:
+        return ''
+    return str(pathlib.Path(FindPackageShare('working_memory').perform(context), *parts))
+
+
 def common_parameters(context) -> list:
     """Return the parameters every node gets: the params files, in order, and use_sim_time."""
     extra = LaunchConfiguration('extra_params', default='').perform(context)
-    return [LaunchConfiguration('params_file'),
+    return [profile_file(context, 'params_file'),
             *(path.strip() for path in extra.split(',') if path.strip()),
             {'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'), value_type=bool)}]
 
@@ -83,8 +108,8 @@ def change_state(node: LifecycleNode, transition_id: int) -> EmitEvent:
 def node_and_transitions(context) -> list:
     """Return the node and what brings it to active, as `respawn` says."""
     respawn = LaunchConfiguration('respawn').perform(context) == 'true'
-    sources_file = LaunchConfiguration('sources_file', default='').perform(context)
-    # Given, it overrides the params file's; not given, the params file's stands.
+    sources_file = profile_file(context, 'sources_file')
+    # Given (or the profile's), it overrides the params file's; else the params file's stands.
     sources = [{'sources_file': sources_file}] if sources_file else []
     node = LifecycleNode(
         package='working_memory', executable='working_memory_node', name='working_memory',

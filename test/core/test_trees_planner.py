@@ -56,8 +56,9 @@ def pack(tick, safety=True, missing=()):
                     missing=tuple(missing), map_window=None)
 
 
-def ticked(view, actions):
-    root = planner_tree(WorkingMemoryToBlackboard('planner', lambda: view), actions)
+def ticked(view, actions, require_safety=True):
+    root = planner_tree(WorkingMemoryToBlackboard('planner', lambda: view), actions,
+                        require_safety)
     tree = py_trees.trees.BehaviourTree(root)
     tree.setup()
     tree.tick()
@@ -87,6 +88,19 @@ def test_a_pack_without_constraints_holds_and_says_why():
     assert safety.feedback_message == (
         'safety:*: none in the planner pack of tick 41; safety:*: INJECTED_DROP (injected drop: '
         '1 item(s) withheld: safety:zone/high_voltage)')
+
+
+def test_without_require_safety_a_pack_without_zones_plans_and_a_stale_zone_holds():
+    actions = Actions(due=True)
+    ticked(pack(5, safety=False), actions, require_safety=False)
+    assert actions.calls == [('constraints_back', 5), ('replan', 5)]
+    py_trees.blackboard.Blackboard.clear()
+    stale = Missing('safety:zone/keepout', MissingReason.STALE, 'its ttl ran out')
+    root = ticked(pack(6, missing=[stale]), actions, require_safety=False)
+    assert actions.calls[-1] == ('hold', 6, '1 safety constraint(s) (safety:*) missing from the '
+                                 'planner pack (safety:zone/keepout: STALE)')
+    condition = root.children[1].children[0].children[0]
+    assert condition.feedback_message.startswith('safety:*: 1 missing from the planner pack')
 
 
 def test_docs_trees_shows_the_tree_as_py_trees_display_prints_it():

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from action_msgs.msg import GoalStatus, GoalStatusArray
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
-from nav_msgs.msg import Path as PathMsg
+from geometry_msgs.msg import Point32, PolygonStamped, PoseStamped, PoseWithCovarianceStamped
+from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from rclpy.serialization import deserialize_message, serialize_message
 from rosidl_runtime_py.convert import message_to_ordereddict
 from sensor_msgs.msg import BatteryState
@@ -297,7 +297,8 @@ def test_the_bench_robots_messages_convert_whole_under_the_bench_sources(tmp_pat
             event.kind.value for event in conversion.events]
     # Diagnostics all OK: no event; the goal executing: one ACTION.
     assert outputs == {'amcl': ['pose'], 'plan': ['route'], 'battery': ['battery'],
-                       'diagnostics': [], 'navigate': ['ACTION'], 'odometry': ['odometry']}
+                       'diagnostics': [], 'navigate': ['action:current', 'ACTION'],
+                       'odometry': ['odometry']}
 
 
 def test_the_node_decodes_each_bench_message_to_what_rclpy_takes_it_as(tmp_path):
@@ -352,3 +353,80 @@ def test_a_type_whose_definitions_are_not_all_installed_registers_nothing(tmp_pa
     assert not {'fake_msgs/msg/Outer', 'fake_msgs/msg/Inner'} & set(store.fielddefs)
     assert not register_decodable(store, 'fake_msgs/msg/Inner')
     assert register_decodable(store, 'fake_msgs/msg/Leaf')
+
+
+def keepout_mask(rows, origin=(-1.0, 2.0), resolution=0.5, frame='map'):
+    """Return a keepout mask of text rows ('#' 100, '+' 50, '?' -1, '.' 0), bottom row first."""
+    grid = OccupancyGrid()
+    grid.header.frame_id = frame
+    grid.info.width, grid.info.height, grid.info.resolution = len(rows[0]), len(rows), resolution
+    grid.info.origin.position.x, grid.info.origin.position.y = origin
+    grid.info.origin.orientation.w = 1.0
+    grid.data = [{'#': 100, '+': 50, '?': -1, '.': 0}[cell] for row in rows for cell in row]
+    return grid
+
+
+@pytest.mark.parametrize('as_given', [lambda msg: msg, message_to_ordereddict, as_node_decodes])
+def test_each_keepout_region_of_the_mask_is_a_polygon_covering_it_in_map(as_given):
+    mask = keepout_mask(['##.....+',
+                         '##...#..',
+                         '....##.?',
+                         '......#.'])   # bottom row first; '+' and '?' are no keepout
+    (entry,) = SourceMap(nav2()['keepout']).convert(as_given(mask), 3.0).entries
+    assert entry.key == 'safety:zone/keepout' and entry.value['frame'] == 'map'
+    first, second = sorted(entry.value['polygons'])
+    # Columns 0-1 of the two bottom rows, in metres from the origin (-1, 2), 0.5 m cells.
+    assert sorted(first) == [[-1.0, 2.0], [-1.0, 3.0], [0.0, 2.0], [0.0, 3.0]]
+    # Four cells of columns 4-6, rows 1-3, the top one a diagonal neighbour: one region.
+    assert len(second) >= 4 and min(x for x, _ in second) == 1.0
+    assert max(x for x, _ in second) == 2.5 and (min(y for _, y in second),
+                                                 max(y for _, y in second)) == (2.5, 4.0)
+
+
+def test_a_mask_without_keepout_cells_gives_no_zone_and_a_rotated_one_turns_with_its_origin():
+    keepout = SourceMap(nav2()['keepout'])
+    (empty,) = keepout.convert(keepout_mask(['..+', '?..']), 1.0).entries
+    assert empty.value == {'polygons': [], 'frame': 'map'}
+    turned = keepout_mask(['#'], origin=(1.0, 1.0), resolution=1.0)
+    turned.info.origin.orientation.z = turned.info.origin.orientation.w = math.sqrt(0.5)
+    (entry,) = keepout.convert(turned, 1.0).entries
+    assert sorted(entry.value['polygons'][0]) == [[0.0, 1.0], [0.0, 2.0], [1.0, 1.0],
+                                                  [1.0, 2.0]]
+
+
+def test_a_mask_whose_cells_do_not_fill_its_size_is_rejected():
+    mask = keepout_mask(['##'])
+    mask.info.width = 3
+    conversion = Sources([nav2()['keepout']]).convert('/keepout_filter_mask', mask, 1.0)
+    assert not conversion.entries and '2 cells for 3 x 1' in conversion.errors[0]
+
+
+def test_a_collision_monitor_polygon_is_a_safety_item_carrying_its_frame():
+    polygon = PolygonStamped()
+    polygon.header.frame_id = 'base_link'
+    corners = ((0.4, 0.3), (0.4, -0.3), (0.0, -0.3), (0.0, 0.3))
+    polygon.polygon.points = [Point32(x=x, y=y) for x, y in corners]
+    (entry,) = SourceMap(nav2()['collision_stop']).convert(polygon, 1.0).entries
+    assert entry.key == 'safety:collision/stop' and entry.value['frame'] == 'base_link'
+    assert entry.value['polygon'] == [[pytest.approx(x), pytest.approx(y)] for x, y in corners]
+
+
+def test_the_current_action_is_the_newest_navigation_goal_and_its_status():
+    navigate = SourceMap(nav2()['navigate'])
+    msg = status_msg((1, GoalStatus.STATUS_ABORTED), (2, GoalStatus.STATUS_EXECUTING))
+    msg.status_list[1].goal_info.stamp.sec = 5
+    (action,) = navigate.convert(msg, 9.0).entries
+    assert action.key == 'action:current' and action.value['status'] == 2
+    assert action.value['goal'][0] == 2 and action.stamp == 5.0
+
+
+@pytest.mark.parametrize('transform, named', [
+    ({'transform': 'zones', 'field': 'info'}, 'zones needs an occupancy grid'),
+    ({'transform': 'zones', 'field': '', 'at_least': 0}, 'at_least: must be an integer in'),
+    ({'transform': 'polyline', 'field': 'data', 'at_least': 5}, 'at_least: only for zones'),
+])
+def test_a_zones_transform_needs_an_occupancy_grid_and_an_occupancy_threshold(transform, named):
+    source = {'topic': 'mask', 'type': 'nav_msgs/msg/OccupancyGrid',
+              'board': [{'key': 'safety:zone/k', 'value': transform}]}
+    with pytest.raises(SourceError, match=named):
+        parse_sources({'sources': {'mask': source}}, describe)

@@ -1,9 +1,12 @@
 """Grid route planning from a cabin's pack: A* around obstacles and every safety zone in the pack.
 
-The planner reads only its pack. A route is planned only when the pack holds at
-least one safety constraint (a board key starting with `safety:`): a planner
-whose constraints were dropped, evicted or never seen must not plan blindly, so
-it answers a ConstraintAlarm instead.
+The planner reads only its pack, and plans no route while a safety constraint (a board
+key starting with `safety:`) that the pack should hold is missing from it (stale,
+evicted, dropped: a zone source that fell silent is one whose items went stale), nor,
+with `require_safety`, while the pack holds none at all: a planner whose constraints
+were dropped, evicted or never seen must not plan blindly, so it answers a
+ConstraintAlarm instead. Without `require_safety` a pack without any safety item is a
+robot without zones, planned as it is.
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ class PlannerConfig:
     pass doorways in the middle. A closed door (board key `door_prefix`*) is an obstacle
     the executor can open: the map's occupied cells within half its width
     (`door_width_m` [m] when the value has none) of its center are planned through.
+    A safety value's `polygon` (or `polygons`) is a zone when its `frame` is `map_frame`
+    or absent; one in another frame (the collision monitor's, around the robot) is a
+    constraint present but not rasterized (no TF lookup). `require_safety`: see
+    `check_constraints`.
     """
 
     robot_radius_m: float = 0.25
@@ -47,6 +54,8 @@ class PlannerConfig:
     door_width_m: float = 1.0
     goal_key: str = 'goal:deliver'
     pose_key: str = 'pose'
+    require_safety: bool = True
+    map_frame: str = 'map'
     safety_prefix: str = 'safety:'
     zone_prefix: str = 'safety:zone/'
     door_prefix: str = 'door:'
@@ -63,7 +72,8 @@ class PlannerConfig:
         if not 1 <= self.occupied_threshold <= 100:
             raise ValueError(f'occupied_threshold: must be in [1, 100], '
                              f'got {self.occupied_threshold!r}')
-        for name in ('goal_key', 'pose_key', 'safety_prefix', 'zone_prefix', 'door_prefix'):
+        for name in ('goal_key', 'pose_key', 'safety_prefix', 'zone_prefix', 'door_prefix',
+                     'map_frame'):
             if not getattr(self, name):
                 raise ValueError(f'{name}: must not be empty')
 
@@ -103,15 +113,22 @@ class NoRoute:
     reason: str
 
 
-def check_constraints(pack: PackView, safety_prefix: str = 'safety:') -> ConstraintAlarm | None:
-    """Return a ConstraintAlarm when `pack` holds no safety constraint, else None."""
-    if pack.keys_matching(safety_prefix + '*'):
-        return None
+def check_constraints(pack: PackView, safety_prefix: str = 'safety:',
+                      require: bool = True) -> ConstraintAlarm | None:
+    """Return a ConstraintAlarm when a safety constraint is missing from `pack`, else None.
+
+    Missing: one the pack reports missing (stale, evicted, dropped), or, when `require`,
+    none at all in the pack.
+    """
     related = tuple(item for item in pack.missing if _concerns_safety(item.key, safety_prefix))
+    held = pack.keys_matching(safety_prefix + '*')
+    if not related and (held or not require):
+        return None
     reasons = ', '.join(f'{item.key}: {item.reason.value}' for item in related)
+    what = (f'{len(related)} safety constraint(s) ({safety_prefix}*) missing from'
+            if held else f'no safety constraint ({safety_prefix}*) in')
     return ConstraintAlarm(
-        reason=f'no safety constraint ({safety_prefix}*) in the {pack.cabin} pack'
-               + (f' ({reasons})' if reasons else ''),
+        reason=f'{what} the {pack.cabin} pack' + (f' ({reasons})' if reasons else ''),
         missing=related, needs=(safety_prefix + '*',))
 
 
@@ -131,14 +148,15 @@ class Planner:
 
     def plan(self, pack: PackView) -> Route | ConstraintAlarm | NoRoute:
         """Plan from the pack's pose to its goal; never plans without a safety constraint."""
-        alarm = check_constraints(pack, self.config.safety_prefix)
+        config = self.config
+        alarm = check_constraints(pack, config.safety_prefix, config.require_safety)
         if alarm is not None:
             return alarm
-        safety_keys = pack.keys_matching(self.config.safety_prefix + '*')
+        safety_keys = pack.keys_matching(config.safety_prefix + '*')
         try:
             zones = [zone for key in safety_keys
-                     if (zone := _zone_polygon(key, pack.value(key),
-                                               self.config.zone_prefix)) is not None]
+                     for zone in _zone_polygons(key, pack.value(key), config.zone_prefix,
+                                                config.map_frame)]
         except PackValueError as err:
             # A constraint the planner cannot read is as good as absent.
             return ConstraintAlarm(reason=str(err))
@@ -206,26 +224,40 @@ class Planner:
         return passable, closeness
 
 
-def _zone_polygon(key: str, value, zone_prefix: str) -> np.ndarray | None:
-    """Return a safety value's polygon as an (n, 2) array [m], None when it has no polygon.
+def _zone_polygons(key: str, value, zone_prefix: str, map_frame: str) -> list[np.ndarray]:
+    """Return a safety value's zones in `map_frame` as (n, 2) arrays [m]; [] when it has none.
 
-    Raises PackValueError naming the key when the polygon is malformed, or when a
-    zone key (`zone_prefix`*) has none: a zone the planner cannot read is no zone.
+    A value holds one `polygon` or a list of `polygons`, in its `frame` (absent or '':
+    `map_frame`); one in another frame is no zone of the map (no TF lookup). Raises
+    PackValueError naming the key when a polygon is malformed, or when a zone key
+    (`zone_prefix`*) has none: a zone the planner cannot read is no zone.
     """
-    if not isinstance(value, dict) or 'polygon' not in value:
+    if not isinstance(value, dict) or not {'polygon', 'polygons'} & value.keys():
         if key.startswith(zone_prefix):
-            raise PackValueError(f'{key}: a zone needs {{"polygon": [[x, y], ...]}}, '
-                                 f'got {value!r}')
-        return None
+            raise PackValueError(f'{key}: a zone needs {{"polygon": [[x, y], ...]}} or '
+                                 f'{{"polygons": [...]}}, got {value!r}')
+        return []
+    if value.get('frame') not in (None, '', map_frame):
+        return []
+    if 'polygon' in value:
+        return [_polygon(f'{key}.polygon', value['polygon'])]
+    if not isinstance(value['polygons'], list):
+        raise PackValueError(f'{key}.polygons: expected a list of polygons, got '
+                             f'{value["polygons"]!r}')
+    return [_polygon(f'{key}.polygons[{index}]', polygon)
+            for index, polygon in enumerate(value['polygons'])]
+
+
+def _polygon(where: str, points) -> np.ndarray:
+    """Return [[x, y], ...] as an (n, 2) array [m]; PackValueError naming `where` if it is none."""
     try:
-        polygon = np.asarray(value['polygon'], dtype=float)
+        polygon = np.asarray(points, dtype=float)
     except (TypeError, ValueError) as err:
-        raise PackValueError(f'{key}.polygon: expected [[x, y], ...] in m, got '
-                             f'{value["polygon"]!r}') from err
+        raise PackValueError(f'{where}: expected [[x, y], ...] in m, got {points!r}') from err
     if polygon.ndim != 2 or polygon.shape[1] != 2 or len(polygon) < 3 \
             or not np.isfinite(polygon).all():
-        raise PackValueError(f'{key}.polygon: expected at least 3 finite [x, y] points, got '
-                             f'{value["polygon"]!r}')
+        raise PackValueError(f'{where}: expected at least 3 finite [x, y] points, got '
+                             f'{points!r}')
     return polygon
 
 

@@ -12,24 +12,26 @@ from working_memory.decision.planner import (ConstraintAlarm, NoRoute, Planner, 
                                              Route, check_constraints)
 from working_memory.ros.params import ParamSpec, ParamType
 
-ROUTE_KEY = 'route'
 ALARM_KEY = 'constraint_validation'
 
 
 class PlannerNode(DecisionNode):
     """Plan a grid route from pose to goal on the planner pack, respecting every safety zone in it.
 
-    Every tick: without a safety constraint in the pack it publishes an ALARM
-    (key `constraint_validation`, once per alarm episode) and holds; otherwise it
-    replans when due and publishes `route` on the board when the route changed.
+    Every tick: while a safety constraint is missing from the pack (one it reports
+    missing, or with `require_safety` none at all: planner.check_constraints) it
+    publishes an ALARM (key `constraint_validation`, once per alarm episode) and holds;
+    otherwise it replans from `pose` to `goal_key` when due and publishes `route_key`
+    on the board when the route changed.
 
     ROS Parameters:
         DecisionNode's, plus `robot_radius_m`, `clearance_m`, `clearance_cost`,
-        `occupied_threshold`, `door_width_m`, `replan_period_s` (see PARAMS).
+        `occupied_threshold`, `door_width_m`, `replan_period_s`, `goal_key`, `route_key`,
+        `require_safety` (see PARAMS).
     Subscriptions:
         `<working_memory_namespace>/frame` (ContextFrame).
     Publishers:
-        `board` (BoardUpdate: key `route`), `log` (LogEvent: ALARM), `~/status` (DecisionStatus:
+        `board` (BoardUpdate: key `route_key`), `log` (LogEvent: ALARM), `~/status` (DecisionStatus:
         decision route / keep_route / no_route / alarm; detail has `alarm` and the reason).
     """
 
@@ -53,6 +55,16 @@ class PlannerNode(DecisionNode):
         ParamSpec('replan_period_s', ParamType.DOUBLE, 1.0,
                   'Replan at most this often [s]; constraints are checked every tick',
                   range=(0.0, 3600.0), read_only=True),
+        ParamSpec('goal_key', ParamType.STRING, 'goal:deliver',
+                  'Board key of the goal it plans to (Nav2 profile: goal:current)',
+                  read_only=True),
+        ParamSpec('route_key', ParamType.STRING, 'route',
+                  'Board key it publishes its route on (Nav2 profile: route:reference, '
+                  "beside Nav2's own plan on route)", read_only=True),
+        ParamSpec('require_safety', ParamType.BOOL, True,
+                  'Hold and alarm on a pack without any safety constraint; false: a pack '
+                  'without one is a robot without zones (it still holds when one goes missing)',
+                  read_only=True),
     )
 
     def __init__(self, **kwargs: Any):
@@ -62,7 +74,8 @@ class PlannerNode(DecisionNode):
             clearance_m=self.params['clearance_m'],
             clearance_cost=self.params['clearance_cost'],
             occupied_threshold=self.params['occupied_threshold'],
-            door_width_m=self.params['door_width_m']))
+            door_width_m=self.params['door_width_m'], goal_key=self.params['goal_key'],
+            require_safety=self.params['require_safety']))
         self._board = BoardWriter(self)
         self._alarm_signature: list[str] | None = None
         self._planned_at: float | None = None
@@ -71,7 +84,8 @@ class PlannerNode(DecisionNode):
 
     def decide(self, view: PackView, now: float) -> None:
         """Check constraints, replan when due, publish route, alarm and status."""
-        alarm = check_constraints(view)
+        config = self._planner.config
+        alarm = check_constraints(view, config.safety_prefix, config.require_safety)
         if alarm is not None:
             self._hold(view, alarm, now)
             return
@@ -114,10 +128,11 @@ class PlannerNode(DecisionNode):
         shape = route.waypoints[1:]
         changed = shape != self._published
         if changed:
-            self._board.set(ROUTE_KEY, {'waypoints': [list(point) for point in route.waypoints],
-                                        'reaches_goal': route.reaches_goal,
-                                        'tick': view.tick, 'digest': view.frame_digest},
-                            importance=0.8, tags=('delivery', 'navigation'), stamp=now)
+            self._board.set(self.params['route_key'], {
+                'waypoints': [list(point) for point in route.waypoints],
+                'reaches_goal': route.reaches_goal, 'tick': view.tick,
+                'digest': view.frame_digest}, importance=0.8, tags=('delivery', 'navigation'),
+                stamp=now)
             self._published, self._route_tick = shape, view.tick
         self.publish_status(view, 'route', {
             'alarm': False, 'published': changed, 'route_tick': self._route_tick,
@@ -144,9 +159,10 @@ class PlannerNode(DecisionNode):
 USAGE = (
     'Reference planner of the delivery demo. Each tick it reads the planner pack of the working '
     "memory's frame (<working_memory_namespace>/frame), plans a grid route from the robot's pose "
-    'to the goal that keeps robot_radius_m off every obstacle and safety zone in the pack, and '
-    'publishes it on board (key route) when it changed. Without a safety constraint in its pack '
-    'it holds and logs an ALARM on log (key constraint_validation). Each decision goes to '
+    'to the goal (goal_key) that keeps robot_radius_m off every obstacle and safety zone in the '
+    'pack, and publishes it on board (key route_key) when it changed. While a safety constraint '
+    'is missing from its pack (or, with require_safety, none is in it) it holds and logs an '
+    'ALARM on log (key constraint_validation). Each decision goes to '
     '~/status with the (tick, frame digest) it was made on.')
 
 

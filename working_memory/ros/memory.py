@@ -22,6 +22,7 @@ from working_memory.core.timebase import TimeBase
 from working_memory.ros.diagnostics import BoardGrowth, CapacityUse, Health, Level, Status
 from working_memory.ros.inputs import Answer, BoardBatch, POSE_TOPICS
 from working_memory.ros.params import NodeConfig
+from working_memory.ros.requirements import required_status, unsourced
 from working_memory.ros.source_map import Conversion, SourceSpec, Sources, sources_status
 
 
@@ -53,6 +54,8 @@ class Memory:
     sources: Sources = field(default_factory=lambda: Sources(()))
     # Writers' answers taken since the last tick, applied at the tick (apply_answers).
     answers: list[Answer] = field(default_factory=list)
+    # {cabin: required board keys no source writes}: a writer on `board` must (requirements.py).
+    unsourced: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def receipts(self) -> dict[str, int]:
         """Return {resolved input topic: messages received so far}, for the frame's receipts."""
@@ -178,7 +181,14 @@ class Memory:
                     ('took_s', '' if resync.took is None else f'{resync.took:.3f}'),
                     ('not_heard', ', '.join(resync.unheard)),
                     ('duplicate_events', str(self.log.duplicates)))),
-            *sources_status(self.sources)]
+            *sources_status(self.sources), self.required_status(frame)]
+
+    def required_status(self, frame: Frame | None) -> Status:
+        """Return the `required` status of `frame` (None: before the first tick)."""
+        return required_status(
+            self.unsourced, None if frame is None else {
+                cabin: pack.missing for cabin, pack in frame.packs.items()},
+            self.resync.active, 0.0 if frame is None else frame.stamp - self.resync.started)
 
     @property
     def timebase(self) -> TimeBase:
@@ -236,7 +246,8 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float,
                   frames=FrameStore(config.frames_kept),
                   health=Health(inputs, timebase.observe(now)),
                   resync=Resync(now, config.resync_timeout_s, secrets.token_hex(8),
-                                time.monotonic(), restart), sources=Sources(sources))
+                                time.monotonic(), restart), sources=Sources(sources),
+                  unsourced=unsourced(manifests, sources))
 
 
 def check_distinct_inputs(resolved: dict[str, str]) -> None:

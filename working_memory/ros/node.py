@@ -40,6 +40,7 @@ from working_memory.ros.memory import (ANSWER_TOPIC, Memory, REQUEST_TOPIC, buil
 from working_memory.ros.parameters import NodeParameters, changed
 from working_memory.ros.params import NodeConfig
 from working_memory.ros.params_files import parameter_args
+from working_memory.ros.requirements import describe_unsourced
 from working_memory.ros.source_map import load_sources
 from working_memory.ros.sources import describe, subscribe_sources
 from working_memory.ros.spin import own_arguments, run_node
@@ -154,6 +155,10 @@ class WorkingMemoryNode(LifecycleNode):
         self._configured_before = True
         self.get_logger().info(f'configured: cabins {", ".join(manifests)}, '
                                f'capacity {config.capacity}, ' + tick_description(config))
+        if self._memory.unsourced:
+            self.get_logger().warning(
+                'required keys no source writes (a writer on board must): '
+                + describe_unsourced(self._memory.unsourced))
         requiring = pose_requirers(config, manifests)
         if requiring:
             self.get_logger().warning(
@@ -432,7 +437,9 @@ class WorkingMemoryNode(LifecycleNode):
                                       self._now())
 
     def _publish_lifecycle(self) -> None:
-        self._diagnostics.publish([self._lifecycle_status()], self._now())
+        # A configured node not ticking says already which required keys no source writes.
+        required = [] if self._memory is None else [self._memory.required_status(None)]
+        self._diagnostics.publish([self._lifecycle_status(), *required], self._now())
 
     def _lifecycle_status(self) -> Status:
         if self._finalized:

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
+import numpy as np
 import yaml
 
 from working_memory.core.checks import did_you_mean
@@ -70,8 +71,8 @@ TIME_TYPE = 'builtin_interfaces/msg/Time'
 ORDERED_TYPES = (TIME_TYPE, 'float', 'double', 'int8', 'uint8', 'int16', 'uint16', 'int32',
                  'uint32', 'int64', 'uint64')
 WHEN_FIELDS = ('field', 'at_least', 'in')
-TRANSFORM_FIELDS = ('transform', 'field', 'max_points')
-TRANSFORMS = ('yaw', 'polyline')
+TRANSFORM_FIELDS = ('transform', 'field', 'max_points', 'at_least')
+TRANSFORMS = ('yaw', 'polyline', 'zones')
 # Messages whose transition state a mapping keeps (goal ids of an action status): the oldest
 # go first beyond this many.
 MAX_TRACKED = 4096
@@ -170,6 +171,87 @@ def polyline(points: Any, where: str, max_points: int = 0) -> list[list[float]]:
     return line
 
 
+def zones(grid: Any, where: str, at_least: int = 100) -> list[list[list[float]]]:
+    """Return the regions of a grid's cells >= `at_least` as polygons [[[x, y], ...], ...] [m].
+
+    Each 8-connected region is its convex hull in the grid's frame (info.origin,
+    its rotation about z included): a concave region is covered whole, never less.
+    Cells are read as int8 (-1 unknown is never a zone); no region gives [].
+    """
+    info = read(grid, ('info',))
+    width, height = int(read(info, ('width',))), int(read(info, ('height',)))
+    resolution = number(read(info, ('resolution',)), f'{where}.info.resolution')
+    cells = np.asarray(read(grid, ('data',))).astype(np.int8, copy=False).reshape(-1)
+    if cells.size != width * height:
+        raise ValueError(f'{where}: {cells.size} cells for {width} x {height}')
+    origin = read(info, ('origin',))
+    ox = number(read(origin, ('position', 'x')), f'{where}.info.origin.position.x')
+    oy = number(read(origin, ('position', 'y')), f'{where}.info.origin.position.y')
+    heading = yaw(read(origin, ('orientation',)), f'{where}.info.origin.orientation')
+    cos, sin = math.cos(heading), math.sin(heading)
+    polygons = []
+    for corners in _region_corners(cells.reshape(height, width) >= at_least):
+        polygons.append([[round(ox + resolution * (u * cos - v * sin), 3),
+                          round(oy + resolution * (u * sin + v * cos), 3)]
+                         for u, v in convex_hull(corners)])
+    return polygons
+
+
+def _region_corners(mask: np.ndarray) -> list[list[tuple[int, int]]]:
+    """Return per 8-connected region of `mask` the corners (column, row) of its row runs.
+
+    Runs of one row join the runs of the row below that touch them (diagonally too),
+    by union-find over runs: work grows with the runs, not the cells.
+    """
+    runs: list[tuple[int, int, int]] = []   # (row, first column, last column)
+    parent: list[int] = []
+
+    def root(index: int) -> int:
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+    below: list[int] = []   # the previous row's runs
+    for row in range(mask.shape[0]):
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], mask[row].view(np.int8), [0]))))
+        current = []
+        for first, end in zip(edges[::2].tolist(), edges[1::2].tolist()):
+            index = len(runs)
+            runs.append((row, first, end - 1))
+            parent.append(index)
+            for other in below:
+                _, other_first, other_last = runs[other]
+                if other_first <= end and other_last >= first - 1:
+                    parent[root(other)] = root(index)
+            current.append(index)
+        below = current
+    regions: dict[int, list[tuple[int, int]]] = {}
+    for index, (row, first, last) in enumerate(runs):
+        regions.setdefault(root(index), []).extend(
+            ((first, row), (last + 1, row), (first, row + 1), (last + 1, row + 1)))
+    return list(regions.values())
+
+
+def convex_hull(points: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Return the convex hull of points, counter-clockwise, without collinear points."""
+    points = sorted(set(points))
+    if len(points) < 3:
+        return points
+
+    def cross(o, a, b):
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+    lower, upper = [], []
+    for point in points:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], point) <= 0:
+            lower.pop()
+        lower.append(point)
+    for point in reversed(points):
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], point) <= 0:
+            upper.pop()
+        upper.append(point)
+    return lower[:-1] + upper[:-1]
+
+
 def _position(point: Any) -> Any:
     """Return the point of a PoseStamped (pose.position), a Pose (position) or a Point."""
     for path in (('pose', 'position'), ('position',)):
@@ -199,6 +281,7 @@ class Value:
     path: tuple[str, ...] = ()
     transform: str = ''
     max_points: int = 0
+    at_least: int = 100
     parts: tuple[tuple[str, 'Value'], ...] | None = None
 
     def make(self, element: Any, where: str) -> Any:
@@ -211,6 +294,8 @@ class Value:
             return yaw(raw, what)
         if self.transform == 'polyline':
             return polyline(raw, what, self.max_points)
+        if self.transform == 'zones':
+            return zones(raw, what, self.at_least)
         return plain(raw, what)
 
 
@@ -561,12 +646,20 @@ def _transform(spec: Mapping, schema: _Schema, start: tuple[str, TypeInfo],
     if name not in TRANSFORMS:
         raise SourceError(f'{where}.transform: unknown transform {name!r}'
                           + did_you_mean(str(name), TRANSFORMS))
+    for option, owner in (('max_points', 'polyline'), ('at_least', 'zones')):
+        if option in spec and name != owner:
+            raise SourceError(f'{where}.{option}: only for {owner}')
     path, kind, _ = schema.resolve(spec.get('field', ''), start, f'{where}.field')
     base = start[0] if kind is None else kind.base
     if name == 'yaw':
         fields = schema.info(base, where).fields if '/' in base else {}
         if (kind is not None and kind.sequence) or not {'x', 'y', 'z', 'w'} <= set(fields):
             raise SourceError(f'{where}.field: yaw needs a quaternion, got {base}')
+    elif name == 'zones':
+        fields = schema.info(base, where).fields if '/' in base else {}
+        if (kind is not None and kind.sequence) or not {'info', 'data'} <= set(fields):
+            raise SourceError(f'{where}.field: zones needs an occupancy grid '
+                              f'(nav_msgs/msg/OccupancyGrid), got {base}')
     else:
         fields = schema.info(base, where).fields if '/' in base else {}
         if kind is None or not kind.sequence or not (
@@ -574,11 +667,13 @@ def _transform(spec: Mapping, schema: _Schema, start: tuple[str, TypeInfo],
             raise SourceError(f'{where}.field: polyline needs a sequence of poses, stamped '
                               f'poses or points, got {base}')
     max_points = spec.get('max_points', 0)
-    if name != 'polyline' and 'max_points' in spec:
-        raise SourceError(f'{where}.max_points: only for polyline')
     if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 0:
         raise SourceError(f'{where}.max_points: must be an integer >= 0, got {max_points!r}')
-    return Value(path, name, max_points)
+    at_least = spec.get('at_least', 100)
+    if isinstance(at_least, bool) or not isinstance(at_least, int) or not 1 <= at_least <= 127:
+        raise SourceError(f'{where}.at_least: must be an integer in [1, 127] (an occupancy), '
+                          f'got {at_least!r}')
+    return Value(path, name, max_points, at_least)
 
 
 def _when(spec: Any, schema: _Schema, start: tuple[str, TypeInfo], where: str) -> When | None:

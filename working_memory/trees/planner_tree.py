@@ -4,7 +4,7 @@
     ├── WorkingMemory                 the planner pack of this tree tick -> /wm/planner/*
     └── plan or hold                  (selector)
         ├── plan                      (sequence)
-        │   ├── safety constraints?   a safety:* key in the pack; else FAILURE, explained
+        │   ├── safety constraints?   none missing (check_constraints); else FAILURE, explained
         │   ├── constraints back      ends an alarm episode
         │   └── keep or replan        (selector)
         │       ├── keep              (sequence) replan not due? -> keep route
@@ -63,19 +63,33 @@ class OnPack(py_trees.behaviour.Behaviour):
         return self._board.pack
 
 
-class SafetyConstraints(OnPack):
-    """SUCCESS when the pack holds a safety constraint; FAILURE naming each missing one's note."""
+class OnSafety(OnPack):
+    """A behaviour that checks the pack's safety constraints as the plain planner does."""
+
+    def __init__(self, name: str, cabin: str, require: bool = True, root: str = ROOT):
+        super().__init__(name, cabin, root)
+        self._require = require
+
+    def alarm(self, pack: PackView) -> ConstraintAlarm | None:
+        """Return the planner's alarm on `pack` (`check_constraints`), None when none."""
+        return check_constraints(pack, SAFETY_PREFIX, self._require)
+
+
+class SafetyConstraints(OnSafety):
+    """SUCCESS when no safety constraint is missing; FAILURE naming each missing one's note."""
 
     def update(self) -> Status:
         """Check the pack as the plain planner does (`check_constraints`)."""
         pack = self.pack()
-        alarm = check_constraints(pack, SAFETY_PREFIX)
+        alarm = self.alarm(pack)
+        held = len(pack.keys_matching(SAFETY_PREFIX + '*'))
         if alarm is None:
-            self.feedback_message = (f'{len(pack.keys_matching(SAFETY_PREFIX + "*"))} safety '
-                                     f'constraint(s) in the pack of tick {pack.tick}')
+            self.feedback_message = (f'{held} safety constraint(s) in the pack of tick '
+                                     f'{pack.tick}')
             return Status.SUCCESS
         notes = '; '.join(note_text(note.key, note, pack.stamp) for note in alarm.missing)
-        self.feedback_message = (f'{SAFETY_PREFIX}*: none in the {pack.cabin} pack of tick '
+        what = f'{len(alarm.missing)} missing from' if held else 'none in'
+        self.feedback_message = (f'{SAFETY_PREFIX}*: {what} the {pack.cabin} pack of tick '
                                  f'{pack.tick}' + (f'; {notes}' if notes else ''))
         return Status.FAILURE
 
@@ -110,18 +124,18 @@ class ReplanNotDue(py_trees.behaviour.Behaviour):
         return Status.SUCCESS
 
 
-class Hold(OnPack):
-    """Hold on a pack without safety constraints: raise constraint_validation, then SUCCESS."""
+class Hold(OnSafety):
+    """Hold on a pack that misses safety constraints: raise constraint_validation, then SUCCESS."""
 
     def __init__(self, cabin: str, actions: PlannerActions, name: str = 'hold',
-                 root: str = ROOT):
-        super().__init__(name, cabin, root)
+                 require: bool = True, root: str = ROOT):
+        super().__init__(name, cabin, require, root)
         self._actions = actions
 
     def update(self) -> Status:
         """Raise the alarm of the pack's missing constraints."""
         pack = self.pack()
-        alarm = check_constraints(pack, SAFETY_PREFIX)
+        alarm = self.alarm(pack)
         if alarm is None:
             self.feedback_message = 'safety constraints present: nothing to hold for'
             return Status.FAILURE
@@ -130,18 +144,21 @@ class Hold(OnPack):
         return Status.SUCCESS
 
 
-def planner_tree(memory: WorkingMemoryToBlackboard,
-                 actions: PlannerActions) -> py_trees.behaviour.Behaviour:
-    """Return the planner tree's root; `memory` exposes the planner pack, `actions` act."""
+def planner_tree(memory: WorkingMemoryToBlackboard, actions: PlannerActions,
+                 require_safety: bool = True) -> py_trees.behaviour.Behaviour:
+    """Return the planner tree's root; `memory` exposes the planner pack, `actions` act.
+
+    `require_safety`: a pack without any safety constraint holds (`check_constraints`).
+    """
     cabin = memory.exposure.cabin
     keep = py_trees.composites.Sequence('keep', memory=False, children=[
         ReplanNotDue(actions), Act('keep route', cabin, actions.keep_route)])
     plan = py_trees.composites.Sequence('plan', memory=False, children=[
-        SafetyConstraints('safety constraints?', cabin),
+        SafetyConstraints('safety constraints?', cabin, require_safety),
         Act('constraints back', cabin, actions.constraints_back),
         py_trees.composites.Selector('keep or replan', memory=False, children=[
             keep, Act('replan', cabin, actions.replan)])])
     return py_trees.composites.Sequence('planner', memory=False, children=[
         memory,
         py_trees.composites.Selector('plan or hold', memory=False, children=[
-            plan, Hold(cabin, actions)])])
+            plan, Hold(cabin, actions, require=require_safety)])])

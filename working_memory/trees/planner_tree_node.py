@@ -34,7 +34,8 @@ class PlannerTreeNode(PlannerNode):
         self._now = 0.0
         self.memory = WorkingMemoryToBlackboard.of_client(self.client)
         self.decisions = TreeDecisions(self.memory)
-        self.tree = py_trees.trees.BehaviourTree(planner_tree(self.memory, self))
+        self.tree = py_trees.trees.BehaviourTree(planner_tree(
+            self.memory, self, self.params['require_safety']))
         self.tree.setup()
 
     def decide(self, view: PackView, now: float) -> None:
