@@ -56,9 +56,14 @@ def test_no_reference_executor_drives_and_the_planner_holds_for_no_missing_zone(
     # No goal yet: no route (kept until the replan is due), and no alarm on a robot that
     # publishes no zone.
     assert {status.decision for status in statuses} <= {'no_route', 'keep_route'}
-    names = {name for name, namespace in probe.node.get_node_names_and_namespaces()
-             if namespace == NAMESPACE}
-    assert {'working_memory', 'planner', 'monitor'} <= names and 'executor' not in names
+
+    def names():
+        return {name for name, namespace in probe.node.get_node_names_and_namespaces()
+                if namespace == NAMESPACE}
+    # Discovery shows the nodes one by one: wait for the three, then there is no executor.
+    probe.wait_for(lambda: {'working_memory', 'planner', 'monitor'} <= names(),
+                   'the working memory, the planner and the monitor in the graph')
+    assert 'executor' not in names()
 
 
 @pytest.mark.launch(fixture=launch_description, shutdown=True)
