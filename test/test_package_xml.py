@@ -31,7 +31,7 @@ PYTHON_KEYS = {
     'sortedcontainers': 'python-sortedcontainers-pip',
 }
 # Imports without a rosdep key: package.xml cannot name them, so it must say so in a comment.
-NO_ROSDEP_KEY = {'immutables', 'rosbags', 'cachetools', 'pyte', 'mcap'}
+NO_ROSDEP_KEY = {'immutables', 'rosbags', 'cachetools', 'pyte', 'mcap', 'ray'}
 # ROS packages imported under their own name (the rosdep key is the package name).
 ROS_PACKAGES = {
     'ament_flake8', 'ament_index_python', 'ament_pep257', 'launch', 'launch_pytest',
