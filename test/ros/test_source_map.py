@@ -17,7 +17,10 @@ from rclpy.serialization import deserialize_message, serialize_message
 from rosidl_runtime_py.convert import message_to_ordereddict
 from sensor_msgs.msg import BatteryState
 
-from working_memory.core.items import EventKind
+from working_memory.core.board import BoardSnapshot
+from working_memory.core.frozen import FrozenDict, deep_freeze
+from working_memory.core.items import EventKind, json_size, value_text
+from working_memory.ros.inputs import MAX_VALUE_BYTES
 from working_memory.ros.memory import build_memory
 from working_memory.ros.source_map import (SourceError, SourceMap, Sources, load_sources,
                                            parse_sources, sources_status)
@@ -83,7 +86,7 @@ def test_a_message_its_plain_dict_form_and_its_decoded_bytes_convert_alike(as_gi
         pose.pose.position.x, pose.pose.position.y = float(index), -float(index)
     (route,) = SourceMap(nav2()['plan']).convert(as_given(plan), 5.0).entries
     assert len(route.value) == 100
-    assert route.value[0] == [0.0, -0.0] and route.value[-1] == [499.0, -499.0]
+    assert route.value[0] == (0.0, -0.0) and route.value[-1] == (499.0, -499.0)
     battery = BatteryState(percentage=0.75, voltage=24.5, power_supply_status=2)
     (entry,) = SourceMap(nav2()['battery']).convert(as_given(battery), 5.0).entries
     assert entry.value == {'percentage': 0.75, 'voltage': 24.5, 'power_supply_status': 2}
@@ -268,7 +271,7 @@ def test_whole_messages_and_byte_fields_read_alike_from_rclpy_and_from_decoded_b
         assert decoded == given and not decoded.errors, spec.name
     (entry,) = SourceMap(battery).convert(as_node_decodes(messages[0]), 1.0).entries
     assert '__msgtype__' not in entry.value and 'POWER_SUPPLY_STATUS_FULL' not in entry.value
-    assert entry.value['cell_voltage'] == [3.5, 3.25]
+    assert entry.value['cell_voltage'] == (3.5, 3.25)   # frozen: a tuple
     assert SourceMap(diag).convert(as_node_decodes(messages[1]), 1.0).entries[0].value == {
         'level': 255}
 
@@ -287,3 +290,61 @@ def test_a_type_whose_definitions_are_not_all_installed_registers_nothing(tmp_pa
     assert not {'fake_msgs/msg/Outer', 'fake_msgs/msg/Inner'} & set(store.fielddefs)
     assert not register_decodable(store, 'fake_msgs/msg/Inner')
     assert register_decodable(store, 'fake_msgs/msg/Leaf')
+
+
+# -- size: an output over max_value_bytes is refused, the message's other outputs taken -------
+
+def whole_plan_source():
+    """Return a source mapping a whole nav_msgs/Path to one board value, its poses to an event."""
+    (spec,) = parse_sources({'sources': {'plan': {
+        'topic': 'plan', 'type': 'nav_msgs/msg/Path',
+        'board': [{'key': 'plan'}, {'key': 'route', 'value': {
+            'transform': 'polyline', 'field': 'poses', 'max_points': 100}}],
+        'events': [{'key': 'plan', 'kind': 'OBSERVATION', 'detail': 'poses'}]}}}, describe)
+    return spec
+
+
+def plan_msg(poses):
+    """Return a Path of `poses` poses at full-precision coordinates, as a planner makes them."""
+    msg = PathMsg()
+    msg.header.frame_id = 'map'
+    for index in range(poses):
+        pose = PoseStamped()
+        pose.header.stamp.sec, pose.header.stamp.nanosec = 1_796_664_025, 369_755_223
+        pose.header.frame_id = 'map'
+        position, orientation = pose.pose.position, pose.pose.orientation
+        position.x, position.y = 12.345678901234567 + index / 7, -3.141592653589793 - index / 9
+        orientation.z, orientation.w = math.sin(index / 11), math.cos(index / 11)
+        msg.poses.append(pose)
+    return msg
+
+
+def test_a_whole_500_pose_plan_is_one_value_under_the_default_limit():
+    conversion = Sources([whole_plan_source()]).convert('plan', plan_msg(500), 1.0)
+    assert not conversion.errors and not conversion.refused
+    sizes = {entry.key: json_size(entry.value) for entry in conversion.entries}
+    assert 100_000 < sizes['plan'] < MAX_VALUE_BYTES and sizes['route'] < 5_000
+
+
+def test_an_output_over_the_limit_is_refused_and_the_messages_others_taken():
+    sources = Sources([whole_plan_source()], limit=50_000)
+    conversion = sources.convert('plan', plan_msg(500), 1.0)
+    assert [entry.key for entry in conversion.entries] == ['route'] and not conversion.events
+    assert [(oversize.key, oversize.limit) for oversize in conversion.refused] == [
+        ('plan', 50_000), ('event:OBSERVATION:plan', 50_000)]
+    assert conversion.refused[0].reason.startswith(
+        "board[0]: board entry 'plan': value: 11")   # 11x,xxx bytes
+    assert conversion.refused[0].reason.endswith(' bytes of JSON, over max_value_bytes 50,000')
+    counts = sources.counts['plan']
+    assert (counts.received, counts.taken, counts.rejected) == (1, 0, 1)
+    assert counts.last_rejection == conversion.refused[-1].reason
+    # A short plan passes whole.
+    assert not sources.convert('plan', plan_msg(50), 2.0).refused
+
+
+def test_an_outputs_value_comes_frozen_and_measured_for_the_board_to_keep():
+    (entry, _) = Sources([whole_plan_source()]).convert('plan', plan_msg(3), 1.0).entries
+    board = BoardSnapshot()
+    board.apply([entry], checked=True)
+    assert board.get('plan') is entry and isinstance(entry.value, FrozenDict)
+    assert entry.value.json_text == value_text(deep_freeze(message_to_ordereddict(plan_msg(3))))
