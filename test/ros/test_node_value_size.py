@@ -1,9 +1,9 @@
 """One writer cannot swell every frame: a value over max_value_bytes is refused, over real DDS.
 
 A 5 MB board value, event detail or source output is refused with its key, size and limit,
-counted on /diagnostics and logged once per key while its refusals go on; the key keeps the
-value it had, the rest of the input is taken and the frames keep their size (measured on the
-frames received).
+counted on /diagnostics, logged once per key while its refusals go on and told by
+~/explain; the key keeps the value it had, the rest of the input is taken and the frames
+keep their size (measured on the frames received).
 """
 
 import json
@@ -72,6 +72,17 @@ def test_a_5_mb_board_value_is_refused_and_the_key_and_the_frames_keep_theirs(st
     status = probe.status('inputs', lambda s: probe.values(s)['board.rejected'] == '1')
     assert probe.values(status)['board.last_rejection'] == (
         f"board entry 'reading:big': value: {OVER}")
+    answer = probe.explain('planner', 'reading:big')
+    assert answer.present and answer.reason == 'PRESENT'
+    assert '; a later value refused: 5,000,002 bytes over max_value_bytes 262,144 at t=' in (
+        answer.detail) and answer.detail.endswith(' s, this one kept')
+    # Never there, refused from the first: absent, and explained so.
+    probe.board.publish(board_update(node, {'reading:never': BIG, 'reading:third': '3'}))
+    probe.wait_frame(lambda f: 'reading:third' in items(f))
+    answer = probe.explain('planner', 'reading:never')
+    assert (answer.present, answer.reason) == (False, 'NEVER_SEEN')
+    assert answer.detail.startswith('not on the board at tick ')
+    assert '; refused: 5,000,002 bytes over max_value_bytes 262,144 at t=' in answer.detail
 
 
 def test_a_keys_refusals_are_logged_once_while_they_go_on(start_memory, spin_until):
@@ -109,6 +120,11 @@ def test_a_5_mb_event_detail_is_refused_and_the_events_and_frames_stay_as_they_w
     assert frame_bytes(after) < frame_bytes(before) + SMALL_CHANGE
     status = probe.status('inputs', lambda s: probe.values(s)['log.rejected'] == '1')
     assert probe.values(status)['log.last_rejection'] == f"log event 'slip': detail: {OVER}"
+    answer = probe.explain('planner', 'event:FAILURE:slip#99')
+    assert (answer.present, answer.reason) == (False, 'NEVER_SEEN')
+    assert answer.detail.startswith(
+        "no FAILURE event 'slip' numbered 99 was ever logged; refused: 5,000,002 bytes over "
+        'max_value_bytes 262,144 at t=')
 
 
 NOTES = ('sources:\n  note:\n    topic: note\n    type: std_msgs/msg/String\n'
@@ -137,6 +153,8 @@ def test_a_5_mb_source_output_is_refused_and_counted_per_topic_and_per_source(
     after = probe.wait_frame()
     assert items(after)['reading:note'] == '"small"' and len(events(after)) == 1
     assert frame_bytes(after) < frame_bytes(before) + SMALL_CHANGE
+    answer = probe.explain('planner', 'reading:note')
+    assert answer.present and '; a later value refused: 5,000,002 bytes' in answer.detail
 
 
 def test_replay_refuses_what_the_node_refused_and_agrees_on_every_tick(

@@ -2,8 +2,8 @@
 
 A value whose JSON is over the node's `max_value_bytes` never enters (one writer could
 otherwise swell every frame); its key keeps the value it had. This record is what is
-left of it: the node logs a key's first refusal only, not every message, while the
-refusals go on. Bounded: one
+left of it: `~/explain` says a key's updates are being refused, and the node logs a
+key's first refusal only, not every message, while the refusals go on. Bounded: one
 record per key (the latest wins), at most `keep` keys, the one refused longest ago
 dropped first.
 """

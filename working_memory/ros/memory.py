@@ -56,7 +56,7 @@ class Memory:
     sources: Sources = field(default_factory=lambda: Sources(()))
     # Writers' answers taken since the last tick, applied at the tick (apply_answers).
     answers: list[Answer] = field(default_factory=list)
-    # Values refused for their size (max_value_bytes), the latest per key.
+    # Values refused for their size (max_value_bytes), the latest per key: for ~/explain.
     refusals: Refusals = field(default_factory=Refusals)
 
     def receipts(self) -> dict[str, int]:

@@ -580,7 +580,7 @@ class WorkingMemoryNode(LifecycleNode):
             # Only drops change at runtime and packs record them, so the current
             # manifests explain past frames too.
             answer = explain(self._frame(query.tick), self._memory.manifests, query.cabin,
-                             query.key, self._memory.log)
+                             query.key, self._memory.log, self._memory.refusals)
         except (LookupError, ValueError) as error:
             return conv.failed_response(response, str(error))
         return conv.explain_response(response, answer)
