@@ -8,12 +8,14 @@ keep their size (measured on the frames received).
 
 import json
 
+import pytest
 from rcl_interfaces.msg import Log
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from std_msgs.msg import String
 
+from working_memory.client import BoardWriter, EventLogger
 from working_memory.msg import BoardEntry as BoardEntryMsg
 from working_memory.msg import BoardUpdate, LogEvent
 from working_memory.ros.conversions import time_from_seconds
@@ -155,6 +157,24 @@ def test_a_5_mb_source_output_is_refused_and_counted_per_topic_and_per_source(
     assert frame_bytes(after) < frame_bytes(before) + SMALL_CHANGE
     answer = probe.explain('planner', 'reading:note')
     assert answer.present and '; a later value refused: 5,000,002 bytes' in answer.detail
+
+
+def test_the_writers_raise_before_sending_a_value_the_node_would_refuse(start_memory):
+    node, probe = start_memory()
+    board, log = BoardWriter(probe.node), EventLogger(probe.node)
+    with pytest.raises(ValueError, match="board key 'reading:big': value: 300,002 bytes of "
+                                         'JSON, over max_value_bytes 262,144'):
+        board.set('reading:big', 'x' * 300_000)
+    with pytest.raises(ValueError, match="event 'slip': detail: 300,002 bytes of JSON, over "
+                                         'max_value_bytes 262,144'):
+        log.log('FAILURE', 'slip', 'x' * 300_000)
+    assert 'reading:big' not in board.standing
+    # A writer told of a larger limit sends it: this node refuses it, counted.
+    lenient = BoardWriter(probe.node, max_value_bytes=1_000_000)
+    probe.wait_matched(lenient._publisher)
+    lenient.set('reading:big', 'x' * 300_000)
+    status = probe.status('inputs', lambda s: probe.values(s)['board.rejected'] == '1')
+    assert '300,002 bytes of JSON' in probe.values(status)['board.last_rejection']
 
 
 def test_replay_refuses_what_the_node_refused_and_agrees_on_every_tick(
