@@ -38,6 +38,7 @@ from working_memory.ros.conversions import (board_update_msg, cabin_pack_from_fr
                                             frame_cabins, json_text, log_event_msg,
                                             map_window_from_msg, pack_view_from_msg,
                                             resync_answer_msg, seconds_from_time)
+from working_memory.ros.inputs import MAX_VALUE_BYTES
 from working_memory.ros.qos import frame_qos, input_qos, latched_qos
 from working_memory.srv import Assemble, Explain
 
@@ -387,13 +388,17 @@ class BoardWriter(_Writer):
     the entry's stamp, not from the answer's). A key removed meanwhile is not in it.
 
     Values are any JSON-serialisable Python value; a value, key, tag or importance the
-    working memory would refuse raises ValueError here, before anything is sent. A key has
-    one writer: a key this writer set and another removed comes back in its answer.
+    working memory would refuse raises ValueError here, before anything is sent: a value
+    whose JSON is over `max_value_bytes` too (the node's default limit; set it to the
+    node's `max_value_bytes` where that differs). A key has one writer: a key this writer
+    set and another removed comes back in its answer.
     """
 
     def __init__(self, node: Node, topic: str = 'board', resync_namespace: str = 'resync',
-                 qos_profile: QoSProfile | None = None):
+                 qos_profile: QoSProfile | None = None,
+                 max_value_bytes: int = MAX_VALUE_BYTES):
         self._standing: dict[str, BoardEntry] = {}
+        self.max_value_bytes = max_value_bytes
         super().__init__(node, BoardUpdate, topic, resync_namespace, qos_profile)
 
     @property
@@ -447,6 +452,8 @@ class BoardWriter(_Writer):
             if not isinstance(entry, BoardEntry):
                 raise ValueError(f'entries: must be BoardEntry objects, got {entry!r}')
         msg = board_update_msg(entries, self._stamp(stamp), removed_keys)
+        for entry in msg.entries:
+            _check_size(entry.value, self.max_value_bytes, f'board key {entry.key!r}: value')
         with self._lock:
             for key in removed_keys:
                 self._standing.pop(key, None)
@@ -475,12 +482,15 @@ class EventLogger(_Writer):
     takes an event it holds already once).
 
     `kind` is a LogEvent constant or its name ('CONSTRAINT'); `detail` any
-    JSON-serialisable value. Refused input raises ValueError before anything is sent.
+    JSON-serialisable value. Refused input raises ValueError before anything is sent, a
+    detail whose JSON is over `max_value_bytes` too (as `BoardWriter`).
     """
 
     def __init__(self, node: Node, topic: str = 'log', source: str | None = None,
                  resync_namespace: str = 'resync', keep_s: float = 300.0,
-                 keep: int = 10_000, qos_profile: QoSProfile | None = None):
+                 keep: int = 10_000, qos_profile: QoSProfile | None = None,
+                 max_value_bytes: int = MAX_VALUE_BYTES):
+        self.max_value_bytes = max_value_bytes
         self._source = node.get_name() if source is None else source
         self._keep_s = keep_s
         self._kept: collections.deque[Event] = collections.deque(maxlen=keep)
@@ -505,7 +515,9 @@ class EventLogger(_Writer):
             raise ValueError(f'event: must be an Event, got {event!r}')
         if event.stamp == 0.0:   # as sent and as re-sent: one stamp
             event = dataclasses.replace(event, stamp=self._now())
-        self._publisher.publish(log_event_msg(event))
+        msg = log_event_msg(event)
+        _check_size(msg.detail, self.max_value_bytes, f'event {event.key!r}: detail')
+        self._publisher.publish(msg)
         with self._lock:
             self._kept.append(event)
             while self._kept and self._kept[0].stamp < event.stamp - self._keep_s:
@@ -516,6 +528,13 @@ class EventLogger(_Writer):
         since = seconds_from_time(request.header.stamp) - request.event_window_s
         return [], sorted((event for event in self._kept if event.stamp >= since),
                           key=lambda event: event.stamp)
+
+
+def _check_size(text: str, limit: int, what: str) -> None:
+    """Raise ValueError naming `what` when the JSON `text` (ASCII: a byte a character) is over."""
+    if len(text) > limit:
+        raise ValueError(f'{what}: {len(text):,} bytes of JSON, over max_value_bytes {limit:,} '
+                         '(the working memory would refuse it)')
 
 
 def _importance(importance: float) -> float | None:

@@ -11,6 +11,7 @@ from working_memory.core.explain import explain
 from working_memory.core.gridmap import GridMap
 from working_memory.core.items import BoardEntry, Event, EventKind
 from working_memory.core.manifest import manifests_from_params
+from working_memory.core.refusals import Refusal, Refusals
 
 MANIFESTS = manifests_from_params({'cabins': {
     'planner': {
@@ -107,3 +108,46 @@ def test_an_event_item_key_the_log_never_had_is_never_seen_and_one_it_had_out_of
     assert explain(frame, MANIFESTS, 'planner', event_item_key(old), log).reason == 'OUT_OF_SCOPE'
     # Without the log the answer is what the pack alone can say.
     assert explain(frame, MANIFESTS, 'planner', 'event:FAILURE:zzz#99').reason == 'OUT_OF_SCOPE'
+
+
+# -- values refused for their size: the answer says so, by the frame's time -------------------
+
+def refused(key, stamp=11.0, effective=11.0):
+    refusals = Refusals()
+    refusals.refuse(Refusal(key, 5_000_002, 262_144, stamp, effective))
+    return refusals
+
+
+@pytest.mark.parametrize('key, present, reason, detail', [
+    ('goal:deliver', True, 'PRESENT',
+     'board item, importance 1.00, exempt, stamp t=0.0 s; a later value refused: 5,000,002 '
+     'bytes over max_value_bytes 262,144 at t=11.0 s, this one kept'),
+    ('battery', False, 'NEVER_SEEN', 'not on the board at tick 7; refused: 5,000,002 bytes '
+                                     'over max_value_bytes 262,144 at t=11.0 s'),
+    ('reading:1', False, 'EVICTED', 'ago; refused: 5,000,002 bytes over max_value_bytes 262,144 '
+                                    'at t=11.0 s'),
+])
+def test_a_key_whose_values_are_refused_for_their_size_is_explained_so(
+        frame_and_events, key, present, reason, detail):
+    frame, _, _ = frame_and_events
+    answer = explain(frame, MANIFESTS, 'planner', key, refusals=refused(key))
+    assert (answer.present, answer.reason) == (present, reason)
+    assert answer.detail.endswith(detail), answer.detail
+
+
+def test_a_refused_event_is_explained_for_any_number_of_its_kind_and_key(frame_and_events):
+    frame, _, _ = frame_and_events
+    refusals, log = refused('event:FAILURE:slip'), EventLog(100)
+    answer = explain(frame, MANIFESTS, 'planner', 'event:FAILURE:slip#99', log, refusals)
+    assert (answer.present, answer.reason) == (False, 'NEVER_SEEN')
+    assert answer.detail == ("no FAILURE event 'slip' numbered 99 was ever logged; refused: "
+                             '5,000,002 bytes over max_value_bytes 262,144 at t=11.0 s')
+    other = explain(frame, MANIFESTS, 'planner', 'event:FAILURE:slipped#99', log, refusals)
+    assert 'refused' not in other.detail
+
+
+def test_a_refusal_after_the_frames_time_is_not_told_for_that_frame(frame_and_events):
+    frame, _, _ = frame_and_events
+    answer = explain(frame, MANIFESTS, 'planner', 'battery',
+                     refusals=refused('battery', 13.0, frame.effective + 1.0))
+    assert answer.detail == 'not on the board at tick 7'

@@ -1,5 +1,6 @@
 """The node's input conversions (ros/inputs.py, pure): their checks, the frozen and plain paths."""
 
+import itertools
 import json
 from types import SimpleNamespace
 
@@ -9,10 +10,12 @@ from hypothesis import strategies as st
 
 from working_memory.core.board import BoardSnapshot
 from working_memory.core.frozen import FrozenDict, deep_freeze
-from working_memory.core.items import EventKind
+from working_memory.core.items import EventKind, json_size
 from working_memory.core.timebase import TimeBase
-from working_memory.ros.inputs import (board_batch_from_msg, event_from_msg, json_field,
-                                       pose_from_odometry, pose_from_pose_stamped)
+from working_memory.ros.inputs import (MAX_VALUE_BYTES, TooLarge, answer_from_msg,
+                                       board_batch_from_msg, event_from_msg, json_field,
+                                       longest_unmeasured, pose_from_odometry,
+                                       pose_from_pose_stamped)
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
@@ -212,3 +215,83 @@ def test_a_pose_with_an_empty_frame_id_is_taken_in_map_frame(topic, field, make,
     assert convert(make(quaternion(), frame_id=''), 'map') == (1.0, 2.0)
     with pytest.raises(ValueError, match=f"{topic}: header.frame_id 'odom' is not map_frame"):
         convert(make(quaternion(), frame_id='odom'), 'map')
+
+
+# -- size: a value whose JSON is over the limit is refused, naming its key, size and limit ----
+
+LIMIT = 1200
+# 100 characters outside the BMP as a writer may send them: 102 characters, 1,202 bytes of JSON.
+EMOJI = json.dumps('\U0001F600' * 100, ensure_ascii=False)
+
+
+@pytest.mark.parametrize('frozen', [False, True])
+def test_a_value_over_the_limit_is_refused_naming_key_size_and_limit(frozen):
+    with pytest.raises(TooLarge) as error:
+        json_field(json.dumps('x' * 5_000_000), "board entry 'big': value", frozen,
+                   MAX_VALUE_BYTES, 'big')
+    assert str(error.value) == ("board entry 'big': value: 5,000,002 bytes of JSON, "
+                                'over max_value_bytes 262,144')
+    assert error.value.oversize == ('big', 5_000_002, MAX_VALUE_BYTES, str(error.value))
+
+
+@pytest.mark.parametrize('frozen', [False, True])
+def test_the_size_is_the_json_the_node_publishes_not_the_text_it_came_in(frozen):
+    # Spaces go, and a character outside ASCII is written as an escape (12 bytes above the BMP).
+    spaced = '{"a":  [1,   2]}' + ' ' * 2000
+    assert json_field(spaced, 'v', frozen, LIMIT, 'k') == json_field(spaced, 'v', frozen)
+    assert json_size(json.loads(EMOJI)) == 1202
+    with pytest.raises(TooLarge, match='1,202 bytes of JSON, over max_value_bytes 1,200'):
+        json_field(EMOJI, 'v', frozen, LIMIT, 'k')
+    assert json_field(json.dumps('x' * 1198), 'v', frozen, LIMIT, 'k') == 'x' * 1198
+
+
+def least_limit_leaving_unmeasured(text):
+    """Return the least limit under which `text` is too short to be measured."""
+    return next(limit for limit in itertools.count(len(text))
+                if longest_unmeasured(limit) >= len(text))
+
+
+@given(JSON | st.text(), st.sampled_from([{}, {'ensure_ascii': False}, {'indent': 1}]))
+def test_a_text_too_short_to_be_measured_is_never_over_the_limit(value, options):
+    # What the intake's fast path relies on when it does not measure a short value.
+    text = json.dumps(value, **options)
+    assert json_size(json.loads(text)) <= least_limit_leaving_unmeasured(text)
+
+
+@pytest.mark.parametrize('text', ['1e15', '-9e15', '[1e15,2E15]', '{"a":0.1e1}', '"\\/"',
+                                  '"\\ud83d\\ude00"', pytest.param(EMOJI, id='emoji')])
+def test_numbers_and_characters_written_short_are_never_over_the_limit_unmeasured(text):
+    assert json_size(json.loads(text)) <= least_limit_leaving_unmeasured(text)
+
+
+def test_an_update_takes_its_entries_under_the_limit_and_refuses_the_one_over_it():
+    msg = update_msg(('reading:big', 'x' * 2000, 0.0), ('reading:ok', 'x' * 1000, 0.0))
+    for frozen in (False, True):
+        batch = board_batch_from_msg(msg, 1.0, frozen, LIMIT)
+        assert [e.key for e in batch.entries] == ['reading:ok'] and batch.errors == ()
+        assert batch.refused == (('reading:big', 2002, LIMIT, "board entry 'reading:big': value: "
+                                  '2,002 bytes of JSON, over max_value_bytes 1,200'),)
+    assert board_batch_from_msg(msg, 1.0).refused == ()   # no limit
+
+
+def test_an_event_detail_over_the_limit_is_refused_under_its_kind_and_key():
+    msg = log_event(5, key='slip')
+    msg.detail = json.dumps({'blob': 'x' * 2000})
+    with pytest.raises(TooLarge) as error:
+        event_from_msg(msg, 1000.0, KINDS, LIMIT)
+    assert error.value.oversize.key == f'event:{KINDS[1].value}:slip'
+    assert error.value.oversize.size == len(json.dumps({'blob': 'x' * 2000},
+                                                       separators=(',', ':')))
+    assert event_from_msg(msg, 1000.0, KINDS).detail == {'blob': 'x' * 2000}
+
+
+def test_a_writers_answer_refuses_what_is_over_the_limit_and_takes_the_rest():
+    big = log_event(5, key='slip')
+    big.detail = json.dumps('x' * 2000)
+    msg = SimpleNamespace(header=SimpleNamespace(stamp=stamp(0)), writer='w',
+                          entries=update_msg(('a', 'x' * 2000, 1.0), ('b', 1, 1.0)).entries,
+                          events=[big, log_event(5, key='ok')])
+    answer = answer_from_msg(msg, 10.0, KINDS, LIMIT)
+    assert [e.key for e in answer.entries] == ['b'] and [e.key for e in answer.events] == ['ok']
+    assert [oversize.key for oversize in answer.refused] == ['a', f'event:{KINDS[1].value}:slip']
+    assert answer.errors == ()

@@ -287,3 +287,22 @@ def test_a_parameter_set_on_the_command_line_over_the_files_is_not_taken_as_drop
         '--ros-args', '--params-file', str(path), '-p', 'capacity:=14'])
     assert node.trigger_configure() == SUCCESS
     assert node._memory.config.capacity == 14
+
+
+def test_a_size_budget_under_the_value_limit_is_refused_and_the_limit_is_read_only(
+        start_memory, capfd):
+    node, _ = start_memory(activate=False)
+    [result] = node.set_parameters([Parameter('size_budget_bytes', value=100_000)])
+    assert not result.successful
+    assert result.reason == ('size_budget_bytes: must be 0 (no budget) or at least '
+                             'max_value_bytes (262144), got 100000: one value the node takes '
+                             'must fit')
+    [result] = node.set_parameters([Parameter('size_budget_bytes', value=524_288)])
+    assert result.successful and node._memory.config.size_budget == 524_288
+    [result] = node.set_parameters([Parameter('max_value_bytes', value=10_000_000)])
+    assert not result.successful and 'read-only' in result.reason
+    small, _ = start_memory({'max_value_bytes': 65_536, 'size_budget_bytes': 65_535},
+                            configure=False)
+    assert small.trigger_configure() == FAILURE
+    assert 'size_budget_bytes: must be 0 (no budget) or at least max_value_bytes (65536)' in (
+        configure_error(capfd))

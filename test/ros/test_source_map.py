@@ -5,6 +5,7 @@ No node here: the shipped mappings are fed real rclpy messages, their plain-dict
 convert alike.
 """
 
+import json
 import math
 from pathlib import Path
 
@@ -17,7 +18,10 @@ from rclpy.serialization import deserialize_message, serialize_message
 from rosidl_runtime_py.convert import message_to_ordereddict
 from sensor_msgs.msg import BatteryState
 
-from working_memory.core.items import EventKind
+from working_memory.core.board import BoardSnapshot
+from working_memory.core.frozen import FrozenDict, deep_freeze
+from working_memory.core.items import EventKind, json_size, value_text
+from working_memory.ros.inputs import MAX_VALUE_BYTES
 from working_memory.ros.memory import build_memory
 from working_memory.ros.source_map import (SourceError, SourceMap, Sources, load_sources,
                                            parse_sources, select_sources, sources_status)
@@ -83,7 +87,7 @@ def test_a_message_its_plain_dict_form_and_its_decoded_bytes_convert_alike(as_gi
         pose.pose.position.x, pose.pose.position.y = float(index), -float(index)
     (route,) = SourceMap(nav2()['plan']).convert(as_given(plan), 5.0).entries
     assert len(route.value) == 100
-    assert route.value[0] == [0.0, -0.0] and route.value[-1] == [499.0, -499.0]
+    assert route.value[0] == (0.0, -0.0) and route.value[-1] == (499.0, -499.0)
     battery = BatteryState(percentage=0.75, voltage=24.5, power_supply_status=2)
     (entry,) = SourceMap(nav2()['battery']).convert(as_given(battery), 5.0).entries
     assert entry.value == {'percentage': 0.75, 'voltage': 24.5, 'power_supply_status': 2}
@@ -334,7 +338,7 @@ def test_whole_messages_and_byte_fields_read_alike_from_rclpy_and_from_decoded_b
         assert decoded == given and not decoded.errors, spec.name
     (entry,) = SourceMap(battery).convert(as_node_decodes(messages[0]), 1.0).entries
     assert '__msgtype__' not in entry.value and 'POWER_SUPPLY_STATUS_FULL' not in entry.value
-    assert entry.value['cell_voltage'] == [3.5, 3.25]
+    assert entry.value['cell_voltage'] == (3.5, 3.25)   # frozen: a tuple
     assert SourceMap(diag).convert(as_node_decodes(messages[1]), 1.0).entries[0].value == {
         'level': 255}
 
@@ -353,6 +357,11 @@ def test_a_type_whose_definitions_are_not_all_installed_registers_nothing(tmp_pa
     assert not {'fake_msgs/msg/Outer', 'fake_msgs/msg/Inner'} & set(store.fielddefs)
     assert not register_decodable(store, 'fake_msgs/msg/Inner')
     assert register_decodable(store, 'fake_msgs/msg/Leaf')
+
+
+def plain(value):
+    """Return a frozen mapped value as plain JSON-like lists and dicts, as a pack reader sees it."""
+    return json.loads(json.dumps(value))
 
 
 def keepout_mask(rows, origin=(-1.0, 2.0), resolution=0.5, frame='map'):
@@ -374,7 +383,7 @@ def test_each_keepout_region_of_the_mask_is_a_polygon_covering_it_in_map(as_give
                          '......#.'])   # bottom row first; '+' and '?' are no keepout
     (entry,) = SourceMap(nav2()['keepout']).convert(as_given(mask), 3.0).entries
     assert entry.key == 'safety:zone/keepout' and entry.value['frame'] == 'map'
-    first, second = sorted(entry.value['polygons'])
+    first, second = sorted(plain(entry.value)['polygons'])
     # Columns 0-1 of the two bottom rows, in metres from the origin (-1, 2), 0.5 m cells.
     assert sorted(first) == [[-1.0, 2.0], [-1.0, 3.0], [0.0, 2.0], [0.0, 3.0]]
     # Four cells of columns 4-6, rows 1-3, the top one a diagonal neighbour: one region.
@@ -386,12 +395,12 @@ def test_each_keepout_region_of_the_mask_is_a_polygon_covering_it_in_map(as_give
 def test_a_mask_without_keepout_cells_gives_no_zone_and_a_rotated_one_turns_with_its_origin():
     keepout = SourceMap(nav2()['keepout'])
     (empty,) = keepout.convert(keepout_mask(['..+', '?..']), 1.0).entries
-    assert empty.value == {'polygons': [], 'frame': 'map'}
+    assert plain(empty.value) == {'polygons': [], 'frame': 'map'}
     turned = keepout_mask(['#'], origin=(1.0, 1.0), resolution=1.0)
     turned.info.origin.orientation.z = turned.info.origin.orientation.w = math.sqrt(0.5)
     (entry,) = keepout.convert(turned, 1.0).entries
-    assert sorted(entry.value['polygons'][0]) == [[0.0, 1.0], [0.0, 2.0], [1.0, 1.0],
-                                                  [1.0, 2.0]]
+    assert sorted(plain(entry.value)['polygons'][0]) == [[0.0, 1.0], [0.0, 2.0], [1.0, 1.0],
+                                                         [1.0, 2.0]]
 
 
 def test_a_mask_whose_cells_do_not_fill_its_size_is_rejected():
@@ -408,7 +417,8 @@ def test_a_collision_monitor_polygon_is_a_safety_item_carrying_its_frame():
     polygon.polygon.points = [Point32(x=x, y=y) for x, y in corners]
     (entry,) = SourceMap(nav2()['collision_stop']).convert(polygon, 1.0).entries
     assert entry.key == 'safety:collision/stop' and entry.value['frame'] == 'base_link'
-    assert entry.value['polygon'] == [[pytest.approx(x), pytest.approx(y)] for x, y in corners]
+    assert plain(entry.value)['polygon'] == [[pytest.approx(x), pytest.approx(y)]
+                                             for x, y in corners]
 
 
 def test_the_current_action_is_the_newest_navigation_goal_and_its_status():
@@ -430,3 +440,61 @@ def test_a_zones_transform_needs_an_occupancy_grid_and_an_occupancy_threshold(tr
               'board': [{'key': 'safety:zone/k', 'value': transform}]}
     with pytest.raises(SourceError, match=named):
         parse_sources({'sources': {'mask': source}}, describe)
+
+
+# -- size: an output over max_value_bytes is refused, the message's other outputs taken -------
+
+def whole_plan_source():
+    """Return a source mapping a whole nav_msgs/Path to one board value, its poses to an event."""
+    (spec,) = parse_sources({'sources': {'plan': {
+        'topic': 'plan', 'type': 'nav_msgs/msg/Path',
+        'board': [{'key': 'plan'}, {'key': 'route', 'value': {
+            'transform': 'polyline', 'field': 'poses', 'max_points': 100}}],
+        'events': [{'key': 'plan', 'kind': 'OBSERVATION', 'detail': 'poses'}]}}}, describe)
+    return spec
+
+
+def plan_msg(poses):
+    """Return a Path of `poses` poses at full-precision coordinates, as a planner makes them."""
+    msg = PathMsg()
+    msg.header.frame_id = 'map'
+    for index in range(poses):
+        pose = PoseStamped()
+        pose.header.stamp.sec, pose.header.stamp.nanosec = 1_796_664_025, 369_755_223
+        pose.header.frame_id = 'map'
+        position, orientation = pose.pose.position, pose.pose.orientation
+        position.x, position.y = 12.345678901234567 + index / 7, -3.141592653589793 - index / 9
+        orientation.z, orientation.w = math.sin(index / 11), math.cos(index / 11)
+        msg.poses.append(pose)
+    return msg
+
+
+def test_a_whole_500_pose_plan_is_one_value_under_the_default_limit():
+    conversion = Sources([whole_plan_source()]).convert('plan', plan_msg(500), 1.0)
+    assert not conversion.errors and not conversion.refused
+    sizes = {entry.key: json_size(entry.value) for entry in conversion.entries}
+    assert 100_000 < sizes['plan'] < MAX_VALUE_BYTES and sizes['route'] < 5_000
+
+
+def test_an_output_over_the_limit_is_refused_and_the_messages_others_taken():
+    sources = Sources([whole_plan_source()], limit=50_000)
+    conversion = sources.convert('plan', plan_msg(500), 1.0)
+    assert [entry.key for entry in conversion.entries] == ['route'] and not conversion.events
+    assert [(oversize.key, oversize.limit) for oversize in conversion.refused] == [
+        ('plan', 50_000), ('event:OBSERVATION:plan', 50_000)]
+    assert conversion.refused[0].reason.startswith(
+        "board[0]: board entry 'plan': value: 11")   # 11x,xxx bytes
+    assert conversion.refused[0].reason.endswith(' bytes of JSON, over max_value_bytes 50,000')
+    counts = sources.counts['plan']
+    assert (counts.received, counts.taken, counts.rejected) == (1, 0, 1)
+    assert counts.last_rejection == conversion.refused[-1].reason
+    # A short plan passes whole.
+    assert not sources.convert('plan', plan_msg(50), 2.0).refused
+
+
+def test_an_outputs_value_comes_frozen_and_measured_for_the_board_to_keep():
+    (entry, _) = Sources([whole_plan_source()]).convert('plan', plan_msg(3), 1.0).entries
+    board = BoardSnapshot()
+    board.apply([entry], checked=True)
+    assert board.get('plan') is entry and isinstance(entry.value, FrozenDict)
+    assert entry.value.json_text == value_text(deep_freeze(message_to_ordereddict(plan_msg(3))))

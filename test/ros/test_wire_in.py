@@ -13,6 +13,7 @@ from working_memory.msg import BoardEntry, BoardUpdate
 from working_memory.ros import wire_in
 from working_memory.ros.conversions import (board_batch_from_bytes, board_batch_from_msg,
                                             board_update_from_bytes)
+from working_memory.ros.inputs import MAX_VALUE_BYTES, longest_unmeasured
 from working_memory.ros.wire_in import UnknownEncoding, board_batch, board_update
 
 # ROS strings are C strings: no NUL inside.
@@ -143,7 +144,9 @@ def test_bytes_neither_reader_can_read_are_a_clear_error():
 JSON_TEXT = st.one_of(
     st.sampled_from(['1', '-0.5', '"x"', 'true', 'null', '{"a":1}', '[1,[2,{"b":null}]]',
                      ' 1', '1 ', '', 'NaN', '1e999', '[Infinity]', '{"a":1,"a":2}', '{"a":',
-                     '"a\x00b"', '[' * 65 + ']' * 65, '{}', '[]', '"\u00e9"']),
+                     '"a\x00b"', '[' * 65 + ']' * 65, '{}', '[]', '"\u00e9"',
+                     # Values near the limits drawn below: the fast path measures none.
+                     '"' + 'x' * 90 + '"', json.dumps('\U0001F600' * 20, ensure_ascii=False)]),
     st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
                  | st.text(max_size=4),
                  lambda inner: st.lists(inner, max_size=3)
@@ -191,8 +194,8 @@ def outcome(read, data, now):
     return batch, [(e, e.effective_stamp, type(e.value), type(e.stamp)) for e in batch.entries]
 
 
-def reference(data, now):
-    return board_batch_from_msg(board_update(data), now, frozen=True)
+def reference(data, now, limit=None):
+    return board_batch_from_msg(board_update(data), now, frozen=True, limit=limit)
 
 
 def wire_bytes(msg, order, data):
@@ -216,14 +219,16 @@ READERS = ['built', 'python']
 
 @pytest.mark.parametrize('reader', READERS)
 @settings(max_examples=400)
-@given(node_updates(), st.sampled_from(['<', '>', 'rclpy']), st.floats(0.0, 1e9), st.data())
+@given(node_updates(), st.sampled_from(['<', '>', 'rclpy']), st.floats(0.0, 1e9),
+       st.sampled_from([None, 1, 24, 92, 120, 1000]), st.data())
 def test_the_one_pass_batch_equals_the_reference_path_bad_input_included(
-        reader, msg, order, now, data):
+        reader, msg, order, now, limit, data):
     wire = wire_bytes(msg, order, data)
     with pytest.MonkeyPatch.context() as patch:
         if reader == 'python':
             patch.setattr(wire_in, '_read', wire_in._read_update)
-        assert outcome(board_batch, wire, now) == outcome(reference, wire, now)
+        assert outcome(lambda *read: board_batch(*read, limit), wire, now) == outcome(
+            lambda *read: reference(*read, limit), wire, now)
 
 
 def python_read(wire):
@@ -356,3 +361,56 @@ def test_stamps_in_the_future_take_the_one_pass(reader, monkeypatch):
     msg.entries[0].stamp.sec = 2**31 - 2
     batch = board_batch(serialize_message(msg), 3.0)
     assert [e.stamp for e in batch.entries] == [2**31 - 2.0, 2**31 - 1.0]
+
+
+# Values of every kind, some long and some growing when the node writes them (escapes, numbers).
+SIZED_VALUES = st.one_of(
+    st.sampled_from(['"' + 'x' * 90 + '"', json.dumps('\U0001F600' * 20, ensure_ascii=False),
+                     '[1e15,1e15,1e15]', '{"a": [1, 2, 3],   "b": "c"}', '"\\u00e9"']),
+    st.recursive(st.none() | st.booleans() | st.integers()
+                 | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40),
+                 lambda inner: st.lists(inner, max_size=4)
+                 | st.dictionaries(st.text(max_size=3), inner, max_size=4),
+                 max_leaves=12).map(lambda v: json.dumps(v, ensure_ascii=False)))
+
+
+@st.composite
+def regular_updates(draw):
+    """Draw an update the one pass reads whole, but for a value it leaves to be measured."""
+    return BoardUpdate(entries=[BoardEntry(key=f'sensor:{index}', value=draw(SIZED_VALUES),
+                                           importance=0.5)
+                                for index in range(draw(st.integers(1, 3)))])
+
+
+@pytest.mark.parametrize('reader', READERS)
+@settings(max_examples=300)
+@given(regular_updates(), st.sampled_from([None, 1, 24, 92, 120, 1000]))
+def test_the_one_pass_batch_refuses_by_size_as_the_reference_path_under_any_limit(
+        reader, msg, limit):
+    wire = serialize_message(msg)
+    with pytest.MonkeyPatch.context() as patch:
+        if reader == 'python':
+            patch.setattr(wire_in, '_read', wire_in._read_update)
+        assert outcome(lambda *read: board_batch(*read, limit), wire, 3.0) == outcome(
+            lambda *read: reference(*read, limit), wire, 3.0)
+
+
+def test_a_value_over_the_limit_is_refused_by_entry_and_the_rest_taken_as_on_the_reference():
+    msg = sample()
+    msg.entries.append(BoardEntry(key='sensor:big', value=json.dumps('x' * 5_000_000)))
+    msg.entries.append(BoardEntry(key='sensor:long', value=json.dumps('x' * 100_000)))
+    wire = serialize_message(msg)
+    batch = board_batch(wire, 3.0, MAX_VALUE_BYTES)
+    assert [e.key for e in batch.entries] == ['pose', 'sensor:long'] and batch.errors == ()
+    assert [(o.key, o.size) for o in batch.refused] == [('sensor:big', 5_000_002)]
+    assert batch == reference(wire, 3.0, MAX_VALUE_BYTES)
+
+
+def test_a_value_too_short_to_be_over_the_limit_takes_the_one_pass(monkeypatch):
+    def refuse(*_, **__):
+        raise AssertionError('the reference path was taken')
+    monkeypatch.setattr(wire_in, 'board_batch_from_msg', refuse)
+    msg = BoardUpdate(entries=[BoardEntry(key='sensor:1', value=json.dumps(
+        'x' * (longest_unmeasured(MAX_VALUE_BYTES) - 2)))])
+    (entry,) = board_batch(serialize_message(msg), 3.0, MAX_VALUE_BYTES).entries
+    assert len(entry.value) == longest_unmeasured(MAX_VALUE_BYTES) - 2

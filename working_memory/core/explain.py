@@ -9,6 +9,7 @@ from working_memory.core.eventlog import EventLog
 from working_memory.core.frames import Frame, Pack
 from working_memory.core.items import MissingReason
 from working_memory.core.manifest import ALL_KINDS, EVENTS_PREFIX, MAP, Manifest
+from working_memory.core.refusals import Refusals, event_refusal_key
 
 PRESENT = 'PRESENT'
 NOT_IN_MANIFEST = 'NOT_IN_MANIFEST'
@@ -26,13 +27,33 @@ class Explanation(NamedTuple):
 
 
 def explain(frame: Frame, manifests: Mapping[str, Manifest], cabin: str, key: str,
-            log: EventLog | None = None) -> Explanation:
+            log: EventLog | None = None, refusals: Refusals | None = None) -> Explanation:
     """Explain `key` (board key, event item key, "events:<KIND>" or "map") in `cabin`'s pack.
 
     `manifests` are the ones the frame was assembled with; `log` (the node's) tells an
     event item key that names no logged event (NEVER_SEEN) from one outside the
-    window. Raises ValueError for a cabin the frame or the manifests do not know.
+    window; `refusals` (the node's) adds, to the answer for a key whose values are
+    being refused for their size, the latest refusal by the frame's time. Raises
+    ValueError for a cabin the frame or the manifests do not know.
     """
+    answer = _explain(frame, manifests, cabin, key, log)
+    refusal = None if refusals is None else refusals.get(_refusal_key(key))
+    if refusal is None or refusal.effective > frame.effective:
+        return answer
+    if answer.present:
+        return answer._replace(detail=f'{answer.detail}; a later value {refusal.text()}, '
+                                      'this one kept')
+    return answer._replace(detail=f'{answer.detail}; {refusal.text()}')
+
+
+def _refusal_key(key: str) -> str:
+    """Return the key a refusal of `key` is recorded under (an event item's: no number)."""
+    parts = event_item_parts(key)
+    return key if parts is None else event_refusal_key(*parts[:2])
+
+
+def _explain(frame: Frame, manifests: Mapping[str, Manifest], cabin: str, key: str,
+             log: EventLog | None) -> Explanation:
     pack = frame.pack(cabin)
     manifest = manifests.get(cabin)
     if manifest is None:

@@ -39,10 +39,10 @@ from working_memory.msg import MissingSummary as MissingSummaryMsg
 from working_memory.ros import inputs
 from working_memory.ros.diagnostics import Status
 # The input conversions live in ros/inputs.py (pure, shared with the offline replay).
-from working_memory.ros.inputs import (BoardBatch, answers, board_batch_from_msg,  # noqa: F401
-                                       board_entry_from_msg, grid_from_msg, json_field,
-                                       pose_from_msg, pose_from_odometry,
-                                       pose_from_pose_stamped,
+from working_memory.ros.inputs import (BoardBatch, Oversize, TooLarge, answers,  # noqa: F401
+                                       board_batch_from_msg, board_entry_from_msg,
+                                       grid_from_msg, json_field, pose_from_msg,
+                                       pose_from_odometry, pose_from_pose_stamped,
                                        seconds_from_duration, seconds_from_time)
 from working_memory.ros.wire import CANONICAL_JSON, FrameEncoder, nanoseconds
 from working_memory.ros.wire_in import UnknownEncoding, board_batch, board_update
@@ -61,14 +61,17 @@ def time_from_seconds(seconds: float) -> Time:
 _KIND_FROM_MSG = {getattr(LogEvent, kind.value): kind for kind in EventKind}
 
 
-def event_from_msg(msg, now: float) -> Event:
-    """Convert a LogEvent, raising ValueError naming the field; a zero stamp means `now` [s]."""
-    return inputs.event_from_msg(msg, now, _KIND_FROM_MSG)
+def event_from_msg(msg, now: float, limit: int | None = None) -> Event:
+    """Convert a LogEvent, raising ValueError naming the field; a zero stamp means `now` [s].
+
+    A detail over `limit` bytes of JSON raises `inputs.TooLarge`.
+    """
+    return inputs.event_from_msg(msg, now, _KIND_FROM_MSG, limit)
 
 
-def answer_from_msg(msg, now: float) -> inputs.Answer:
+def answer_from_msg(msg, now: float, limit: int | None = None) -> inputs.Answer:
     """Convert a ResyncAnswer, raising ValueError naming the field (inputs.answer_from_msg)."""
-    return inputs.answer_from_msg(msg, now, _KIND_FROM_MSG)
+    return inputs.answer_from_msg(msg, now, _KIND_FROM_MSG, limit)
 
 # -- map -------------------------------------------------------------------
 
@@ -335,15 +338,17 @@ def board_update_from_bytes(data: bytes) -> Any:
         return _deserialized_board_update(data, unknown)
 
 
-def board_batch_from_bytes(data: bytes, now: float) -> BoardBatch:
-    """Return `board_batch_from_msg(board_update_from_bytes(data), now, frozen=True)`, faster.
+def board_batch_from_bytes(data: bytes, now: float, limit: int | None = None) -> BoardBatch:
+    """Return `board_batch_from_msg(board_update_from_bytes(data), now, True, limit)`, faster.
 
-    The node's intake (ros/wire_in.py `board_batch`); ValueError if malformed.
+    The node's intake (ros/wire_in.py `board_batch`); ValueError if malformed; values over
+    `limit` bytes of JSON are refused (`BoardBatch.refused`).
     """
     try:
-        return board_batch(data, now)
+        return board_batch(data, now, limit)
     except UnknownEncoding as unknown:
-        return board_batch_from_msg(_deserialized_board_update(data, unknown), now, frozen=True)
+        return board_batch_from_msg(_deserialized_board_update(data, unknown), now, frozen=True,
+                                    limit=limit)
 
 
 def _deserialized_board_update(data: bytes, unknown: UnknownEncoding) -> BoardUpdate:

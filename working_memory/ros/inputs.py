@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 import numpy as np
 
 from working_memory.core.frozen import FrozenDict, deep_freeze
 from working_memory.core.gridmap import GridMap
-from working_memory.core.items import BoardEntry, Event, EventKind, shown_name
+from working_memory.core.items import BoardEntry, Event, EventKind, json_size, shown_name
+from working_memory.core.refusals import event_refusal_key
 
 # -- time ------------------------------------------------------------------
 
@@ -67,6 +68,63 @@ def _finite_float(text: str) -> float:
 # Deepest nesting of arrays and objects a value may have: deeper ones are refused (the
 # core's recursive freezing and encoding stay far from Python's recursion limit).
 MAX_DEPTH = 64
+# The default of the node's `max_value_bytes` [bytes]: the largest JSON text of one value
+# (a board entry's, an event's detail), as the node serialises it. Far above what a robot's
+# state entry holds (docs/NODE.md, "Values over max_value_bytes").
+MAX_VALUE_BYTES = 262_144
+# A JSON text of n characters is at most this many times n bytes as the node serialises it
+# (compact, ASCII): a character outside the BMP becomes a 12-byte escaped surrogate pair,
+# one inside it at most 6, a number at most 4.5 times its text (1e15 is 1000000000000000.0).
+# A text that short cannot be over the limit, and is not measured.
+_GROWTH = 12
+
+
+class Oversize(NamedTuple):
+    """A value refused for its size: its working-set `key`, JSON `size` and `limit` [bytes].
+
+    `reason` says so, naming the input (the message field or the source mapping).
+    """
+
+    key: str
+    size: int
+    limit: int
+    reason: str
+
+
+def rejections(errors: Iterable[str], refused: Iterable[Oversize]) -> list[str]:
+    """Return why each part of an input was rejected: its `errors`, then its `refused` values."""
+    return [*errors, *(oversize.reason for oversize in refused)]
+
+
+class TooLarge(ValueError):
+    """A value over the size limit; `oversize` tells which and by how much."""
+
+    def __init__(self, what: str, key: str, size: int, limit: int):
+        super().__init__(f'{what}: {size:,} bytes of JSON, over max_value_bytes {limit:,}')
+        self.oversize = Oversize(key, size, limit, str(self))
+
+
+def longest_unmeasured(limit: int) -> int:
+    """Return the longest JSON text [chars] that cannot be over `limit` bytes: not measured."""
+    return limit // _GROWTH
+
+
+def check_size(value: Any, limit: int | None, what: str, key: str,
+               text_length: int | None = None) -> None:
+    """Raise TooLarge (naming `what`, for `key`) when `value`'s JSON is over `limit` bytes.
+
+    The size is `core.items.json_size`, the compact JSON the node publishes (a frozen
+    object keeps that text for its use). `text_length`: the characters of the text the
+    value was parsed from, which spares measuring a value too short to be over (see
+    `longest_unmeasured`). `limit` None: no limit.
+    """
+    if limit is None or (text_length is not None and text_length <= longest_unmeasured(limit)):
+        return
+    size = json_size(value)
+    if size > limit:
+        raise TooLarge(what, key, size, limit)
+
+
 # Made once: json.loads with hooks builds a decoder per call.
 _STRICT = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
 _STRICT_FROZEN = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float,
@@ -77,11 +135,13 @@ _STRICT_FROZEN = json.JSONDecoder(parse_constant=_no_constant, parse_float=_fini
 scan_frozen = _STRICT_FROZEN.scan_once
 
 
-def json_field(text: str, what: str, frozen: bool = False) -> Any:
+def json_field(text: str, what: str, frozen: bool = False, limit: int | None = None,
+               key: str = '') -> Any:
     """Parse strict JSON `text` (RFC 8259: no NaN, Infinity, -Infinity); ValueError names `what`.
 
     `frozen`: the value comes deeply immutable, as `core.frozen.deep_freeze` makes it.
-    A value nested deeper than MAX_DEPTH arrays and objects is refused.
+    A value nested deeper than MAX_DEPTH arrays and objects is refused, and one whose
+    JSON is over `limit` bytes (None: no limit) raises TooLarge for `key`.
     """
     try:
         value = (_STRICT_FROZEN if frozen else _STRICT).decode(text)
@@ -94,7 +154,8 @@ def json_field(text: str, what: str, frozen: bool = False) -> Any:
         raise ValueError(f'{what}: nested deeper than {MAX_DEPTH} levels')
     if frozen and '[' in text:
         # Objects come frozen from the parser; only arrays are left to turn into tuples.
-        return deep_freeze(value)
+        value = deep_freeze(value)
+    check_size(value, limit, what, key, len(text))
     return value
 
 
@@ -116,22 +177,26 @@ def _depth(value: Any) -> int:
 class BoardBatch:
     """A BoardUpdate as core types; `errors` names each entry that was rejected.
 
-    `stamp` [s] is the update's (its header stamp, or the receive time without one).
+    `stamp` [s] is the update's (its header stamp, or the receive time without one);
+    `refused` holds the entries rejected for their value's size, apart from `errors`:
+    the node records them per key.
     """
 
     entries: tuple[BoardEntry, ...]
     removed_keys: tuple[str, ...]
     errors: tuple[str, ...]
     stamp: float = 0.0
+    refused: tuple[Oversize, ...] = ()
 
 
-def board_batch_from_msg(msg, now: float, frozen: bool = False) -> BoardBatch:
+def board_batch_from_msg(msg, now: float, frozen: bool = False,
+                         limit: int | None = None) -> BoardBatch:
     """Convert a BoardUpdate, rejecting bad entries one by one (the rest still apply).
 
     An entry stamp of zero falls back to the header stamp, then to `now` [s]
     (receive time): a board owner that does not stamp still gets ttl handling.
     A negative header stamp rejects the whole update (ValueError); a negative entry
-    stamp, that entry.
+    stamp, that entry; a value over `limit` bytes of JSON, that entry (`refused`).
     `frozen`: values come deeply immutable and strict JSON, ready for
     `BoardSnapshot.apply(..., checked=True)` (the node's intake, the hot path).
     """
@@ -139,10 +204,12 @@ def board_batch_from_msg(msg, now: float, frozen: bool = False) -> BoardBatch:
         received = stamp_or(msg.header.stamp, now, 'header.stamp')
     except ValueError as error:
         raise ValueError(f'{error} (the whole update is rejected)') from None
-    indexed, errors = [], []
+    indexed, errors, refused = [], [], []
     for index, entry in enumerate(msg.entries):
         try:
-            indexed.append((index, board_entry_from_msg(entry, received, frozen)))
+            indexed.append((index, board_entry_from_msg(entry, received, frozen, limit)))
+        except TooLarge as error:
+            refused.append(error.oversize)
         except ValueError as error:
             errors.append(f'entries[{index}] {error}')
     last = {entry.key: index for index, entry in indexed}
@@ -156,13 +223,17 @@ def board_batch_from_msg(msg, now: float, frozen: bool = False) -> BoardBatch:
     if not all(removed):
         errors.append('removed_keys: empty key ignored')
         removed = tuple(key for key in removed if key)
-    return BoardBatch(tuple(entries), removed, tuple(errors), received)
+    return BoardBatch(tuple(entries), removed, tuple(errors), received, tuple(refused))
 
 
-def board_entry_from_msg(entry, received: float, frozen: bool = False) -> BoardEntry:
-    """Convert one BoardEntry message, raising ValueError naming the key and field."""
+def board_entry_from_msg(entry, received: float, frozen: bool = False,
+                         limit: int | None = None) -> BoardEntry:
+    """Convert one BoardEntry message, raising ValueError naming the key and field.
+
+    A value over `limit` bytes of JSON raises TooLarge.
+    """
     what = f'board entry {shown_name(entry.key)}'
-    value = json_field(entry.value, f'{what}: value', frozen)
+    value = json_field(entry.value, f'{what}: value', frozen, limit, entry.key)
     stamp = stamp_or(entry.stamp, received, f'{what}: stamp')
     return BoardEntry(key=entry.key, value=value, stamp=stamp,
                       importance=importance_from_msg(entry.importance),
@@ -177,11 +248,13 @@ def event_kinds(constants: Mapping[int, str]) -> dict[int, EventKind]:
             if name in EventKind.__members__}
 
 
-def event_from_msg(msg, now: float, kinds: Mapping[int, EventKind]) -> Event:
+def event_from_msg(msg, now: float, kinds: Mapping[int, EventKind],
+                   limit: int | None = None) -> Event:
     """Convert a LogEvent, raising ValueError naming the field; a zero stamp means `now` [s].
 
     `kinds` maps the message's kind constants to EventKind (see `event_kinds`).
-    A negative stamp is refused (see `stamp_or`).
+    A negative stamp is refused (see `stamp_or`); a detail over `limit` bytes of JSON
+    raises TooLarge (for `event_refusal_key`).
     """
     kind = kinds.get(msg.kind)
     what = f'log event {shown_name(msg.key)}'
@@ -189,7 +262,8 @@ def event_from_msg(msg, now: float, kinds: Mapping[int, EventKind]) -> Event:
         raise ValueError(f'{what}: kind {msg.kind} is not one of '
                          f'{sorted(kinds)} ({", ".join(k.value for k in EventKind)})')
     stamp = stamp_or(msg.header.stamp, now, f'{what}: header.stamp')
-    detail = json_field(msg.detail, f'{what}: detail') if msg.detail else None
+    detail = json_field(msg.detail, f'{what}: detail', limit=limit,
+                        key=event_refusal_key(kind.value, msg.key)) if msg.detail else None
     return Event(stamp=stamp, kind=kind, source=msg.source,
                  key=msg.key, detail=detail, importance=importance_from_msg(msg.importance),
                  tags=tuple(msg.tags))
@@ -199,12 +273,16 @@ def event_from_msg(msg, now: float, kinds: Mapping[int, EventKind]) -> Event:
 
 @dataclass(frozen=True)
 class Answer:
-    """A writer's ResyncAnswer as core types; `errors` names each entry or event rejected."""
+    """A writer's ResyncAnswer as core types; `errors` names each entry or event rejected.
+
+    `refused`: the entries and events rejected for their size (see BoardBatch).
+    """
 
     writer: str
     entries: tuple[BoardEntry, ...]
     events: tuple[Event, ...]
     errors: tuple[str, ...]
+    refused: tuple[Oversize, ...] = ()
 
 
 def answers(msg, start_id: str) -> bool:
@@ -212,25 +290,31 @@ def answers(msg, start_id: str) -> bool:
     return bool(start_id) and msg.start_id == start_id
 
 
-def answer_from_msg(msg, now: float, kinds: Mapping[int, EventKind]) -> Answer:
+def answer_from_msg(msg, now: float, kinds: Mapping[int, EventKind],
+                    limit: int | None = None) -> Answer:
     """Convert a ResyncAnswer (see `answers`); a zero header stamp means `now` [s].
 
-    Bad entries and events are rejected one by one (the rest still apply); a negative
-    header stamp rejects the whole answer (ValueError).
+    Bad entries and events are rejected one by one (the rest still apply), those over
+    `limit` bytes of JSON into `refused`; a negative header stamp rejects the whole
+    answer (ValueError).
     """
     received = stamp_or(msg.header.stamp, now, 'header.stamp')
-    entries, events, errors = [], [], []
+    entries, events, errors, refused = [], [], [], []
     for index, entry in enumerate(msg.entries):
         try:
-            entries.append(board_entry_from_msg(entry, received))
+            entries.append(board_entry_from_msg(entry, received, limit=limit))
+        except TooLarge as error:
+            refused.append(error.oversize)
         except ValueError as error:
             errors.append(f'entries[{index}] {error}')
     for index, event in enumerate(msg.events):
         try:
-            events.append(event_from_msg(event, received, kinds))
+            events.append(event_from_msg(event, received, kinds, limit))
+        except TooLarge as error:
+            refused.append(error.oversize)
         except ValueError as error:
             errors.append(f'events[{index}] {error}')
-    return Answer(msg.writer, tuple(entries), tuple(events), tuple(errors))
+    return Answer(msg.writer, tuple(entries), tuple(events), tuple(errors), tuple(refused))
 
 # -- map -------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from working_memory.core.assembly import Assembler
 from working_memory.core.board import BoardSnapshot
@@ -16,11 +17,13 @@ from working_memory.core.eventlog import EventLog
 from working_memory.core.eviction import EvictionRecord, HalfLifeBlend, ImportanceLRU, WorkingSet
 from working_memory.core.frames import Frame, FrameStore
 from working_memory.core.gridmap import GridMap
+from working_memory.core.items import BoardEntry, Event
 from working_memory.core.manifest import Manifest
+from working_memory.core.refusals import Refusal, Refusals, event_refusal_key
 from working_memory.core.resync import Resync, mark_resyncing, resyncing_detail
 from working_memory.core.timebase import TimeBase
 from working_memory.ros.diagnostics import BoardGrowth, CapacityUse, Health, Level, Status
-from working_memory.ros.inputs import Answer, BoardBatch, POSE_TOPICS
+from working_memory.ros.inputs import Answer, BoardBatch, Oversize, POSE_TOPICS
 from working_memory.ros.params import NodeConfig
 from working_memory.ros.requirements import required_status, unsourced
 from working_memory.ros.source_map import Conversion, SourceSpec, Sources, sources_status
@@ -56,6 +59,8 @@ class Memory:
     answers: list[Answer] = field(default_factory=list)
     # {cabin: required board keys no source writes}: a writer on `board` must (requirements.py).
     unsourced: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Values refused for their size (max_value_bytes), the latest per key: for ~/explain.
+    refusals: Refusals = field(default_factory=Refusals)
 
     def receipts(self) -> dict[str, int]:
         """Return {resolved input topic: messages received so far}, for the frame's receipts."""
@@ -93,13 +98,44 @@ class Memory:
         self.board.apply_checked(batch.entries, batch.removed_keys)
         if batch.removed_keys:
             self.resync.removed(batch.removed_keys, batch.stamp)
+        if self.refusals.latest:
+            self._taken(batch.entries)
+
+    def take_event(self, event: Event) -> None:
+        """Append a live event to the log."""
+        self.log.append(event)
+        if self.refusals.latest:
+            self._taken(events=(event,))
 
     def take_source(self, conversion: Conversion) -> None:
         """Apply what a source's message gave: board entries and removals, events."""
         if conversion.entries or conversion.removed_keys:
-            self.board.apply(conversion.entries, conversion.removed_keys)
+            # Frozen and measured by the source map: kept as they are.
+            self.board.apply(conversion.entries, conversion.removed_keys, checked=True)
+            if self.refusals.latest:
+                self._taken(conversion.entries)
         for event in conversion.events:
-            self.log.append(event)
+            self.take_event(event)
+
+    def _taken(self, entries: Iterable[BoardEntry] = (), events: Iterable[Event] = ()) -> None:
+        """Note values of these keys taken: their refusals are over."""
+        self.refusals.taken([*(entry.key for entry in entries),
+                             *(event_refusal_key(event.kind.value, event.key)
+                               for event in events)])
+
+    def refuse(self, topic: str, refused: Iterable[Oversize], now: float) -> list[Oversize]:
+        """Count and record values refused for their size on `topic` at `now` [s, ROS time].
+
+        Return those whose key's refusals begin: the node logs these, not every message.
+        """
+        effective = self.timebase.observe(now)
+        beginning = []
+        for oversize in refused:
+            self.health.rejected(topic, oversize.reason)
+            if self.refusals.refuse(Refusal(oversize.key, oversize.size, oversize.limit, now,
+                                            effective)):
+                beginning.append(oversize)
+        return beginning
 
     def taken_order(self, starts: tuple[tuple[str, bytes, int], ...]
                     ) -> tuple[tuple[int, int], ...] | None:
@@ -131,8 +167,11 @@ class Memory:
         """
         answers, self.answers = self.answers, []
         for answer in answers:
-            self.board.apply(self.resync.standing(answer.entries, self.board))
-            self.log.take_answered(answer.events)
+            standing = self.resync.standing(answer.entries, self.board)
+            self.board.apply(standing)
+            events = self.log.take_answered(answer.events)
+            if self.refusals.latest:
+                self._taken(standing, events)
 
     def resynced(self, frame: Frame, now: float, writers: dict[bytes, str]) -> Frame:
         """Return `frame` as it goes out at `now` [s, steady]: marked while the writers are re-read.
@@ -246,7 +285,8 @@ def build_memory(config: NodeConfig, manifests: dict[str, Manifest], now: float,
                   frames=FrameStore(config.frames_kept),
                   health=Health(inputs, timebase.observe(now)),
                   resync=Resync(now, config.resync_timeout_s, secrets.token_hex(8),
-                                time.monotonic(), restart), sources=Sources(sources),
+                                time.monotonic(), restart),
+                  sources=Sources(sources, config.max_value_bytes),
                   unsourced=unsourced(manifests, sources))
 
 

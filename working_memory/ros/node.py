@@ -481,9 +481,10 @@ class WorkingMemoryNode(LifecycleNode):
         memory, now = self._received('board', info)
         try:
             # Values parsed frozen and strict: the board keeps them as they are.
-            batch = conv.board_batch_from_bytes(data, now)
+            batch = conv.board_batch_from_bytes(data, now, memory.config.max_value_bytes)
             for error in batch.errors:
                 self._reject('board', error)
+            self._refuse('board', batch.refused, now)
             memory.take_board(batch)
         except ValueError as error:
             self._reject('board', str(error))
@@ -491,7 +492,9 @@ class WorkingMemoryNode(LifecycleNode):
     def _on_log(self, msg: LogEvent, info: dict) -> None:
         memory, now = self._received('log', info)
         try:
-            memory.log.append(conv.event_from_msg(msg, now))
+            memory.take_event(conv.event_from_msg(msg, now, memory.config.max_value_bytes))
+        except conv.TooLarge as error:
+            self._refuse('log', (error.oversize,), now)
         except ValueError as error:
             self._reject('log', str(error))
 
@@ -502,12 +505,13 @@ class WorkingMemoryNode(LifecycleNode):
             return   # to another node, or a latched answer to an earlier start
         memory, now = self._received(ANSWER_TOPIC, info)
         try:
-            answer = conv.answer_from_msg(msg, now)
+            answer = conv.answer_from_msg(msg, now, memory.config.max_value_bytes)
         except ValueError as error:
             self._reject(ANSWER_TOPIC, str(error))
             return
         for error in answer.errors:
             self._reject(ANSWER_TOPIC, error)
+        self._refuse(ANSWER_TOPIC, answer.refused, now)
         memory.take_answer(answer)
         if not memory.resync.heard(conv.publication(info)[0]):
             self.get_logger().warning(
@@ -520,6 +524,7 @@ class WorkingMemoryNode(LifecycleNode):
         conversion = memory.sources.convert(topic, msg, now)
         for error in conversion.errors:
             self._reject(topic, error)
+        self._refuse(topic, conversion.refused, now)
         try:
             memory.take_source(conversion)
         except ValueError as error:
@@ -561,6 +566,16 @@ class WorkingMemoryNode(LifecycleNode):
         self.get_logger().warning(f'{topic}: rejected input: {reason}',
                                   throttle_duration_sec=1.0)
 
+    def _refuse(self, topic: str, refused: tuple[conv.Oversize, ...], now: float) -> None:
+        """Count values refused for their size; log a key's first refusal, not every one."""
+        if not refused:
+            return
+        for oversize in self._memory.refuse(topic, refused, now):
+            self.get_logger().warning(
+                f'{topic}: rejected input: {oversize.reason}; further refusals of '
+                f'{oversize.key!r} are counted on /diagnostics, not logged, until a value of '
+                'it is taken')
+
     # -- services -------------------------------------------------------------
 
     def _handle_assemble(self, request: Assemble.Request,
@@ -582,7 +597,7 @@ class WorkingMemoryNode(LifecycleNode):
             # Only drops change at runtime and packs record them, so the current
             # manifests explain past frames too.
             answer = explain(self._frame(query.tick), self._memory.manifests, query.cabin,
-                             query.key, self._memory.log)
+                             query.key, self._memory.log, self._memory.refusals)
         except (LookupError, ValueError) as error:
             return conv.failed_response(response, str(error))
         return conv.explain_response(response, answer)

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from working_memory.core.checks import did_you_mean
 from working_memory.core.manifest import MANIFEST_FIELDS, ManifestField, is_cabin_name
+from working_memory.ros.inputs import MAX_VALUE_BYTES
 
 
 class ParamType(str, enum.Enum):
@@ -70,8 +71,14 @@ PARAMS: tuple[ParamSpec, ...] = (
               'raise the capacity alarm)',
               range=(1, 1_000_000)),
     ParamSpec('size_budget_bytes', ParamType.INTEGER, 0,
-              'Maximum total JSON size of the working set [bytes]; 0 means no budget',
+              'Maximum total JSON size of the working set [bytes], at least max_value_bytes; '
+              '0 means no budget',
               range=(0, INT32_MAX)),
+    ParamSpec('max_value_bytes', ParamType.INTEGER, MAX_VALUE_BYTES,
+              'Largest JSON size of one value [bytes]: a board entry, an event detail, a value '
+              'a source maps; a larger one is refused (counted on /diagnostics, logged once '
+              'per key, told by ~/explain) and its key keeps the value it had',
+              range=(1024, INT32_MAX), read_only=True),
     ParamSpec('exempt_prefixes', ParamType.STRING_ARRAY, ['goal', 'safety'],
               'Key prefixes of items that are never evicted (goals, safety constraints)',
               read_only=True),
@@ -252,6 +259,7 @@ class NodeConfig:
     trigger_topic: str
     capacity: int
     size_budget_bytes: int
+    max_value_bytes: int
     exempt_prefixes: tuple[str, ...]
     eviction_policy: str
     half_life_s: float
@@ -343,6 +351,10 @@ def validate(config: NodeConfig) -> None:
         raise ValueError('pose_key: must name a board key when pose_source is board')
     if not config.map_frame:
         raise ValueError('map_frame: must not be empty')
+    if 0 < config.size_budget_bytes < config.max_value_bytes:
+        raise ValueError(f'size_budget_bytes: must be 0 (no budget) or at least max_value_bytes '
+                         f'({config.max_value_bytes}), got {config.size_budget_bytes}: one '
+                         'value the node takes must fit')
     if len(set(config.cabin_names)) != len(config.cabin_names) or not all(config.cabin_names):
         raise ValueError(f'cabin_names: must be distinct non-empty names, '
                          f'got {list(config.cabin_names)}')

@@ -25,9 +25,12 @@ import numpy as np
 import yaml
 
 from working_memory.core.checks import did_you_mean
-from working_memory.core.items import BoardEntry, Event, EventKind, name_problem
+from working_memory.core.frozen import deep_freeze
+from working_memory.core.items import BoardEntry, Event, EventKind, name_problem, shown_name
+from working_memory.core.refusals import event_refusal_key
 from working_memory.ros.diagnostics import Level, Status
-from working_memory.ros.inputs import stamp_or
+from working_memory.ros.inputs import (MAX_VALUE_BYTES, Oversize, TooLarge, check_size,
+                                       rejections, stamp_or)
 
 
 class SourceError(ValueError):
@@ -780,19 +783,29 @@ def _tags(value: Any, where: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Conversion:
-    """What one message gives: board entries, removed keys, events, and what was rejected."""
+    """What one message gives: board entries, removed keys, events, and what was rejected.
+
+    The entries' values are deeply frozen and strict JSON, as `BoardSnapshot.apply(...,
+    checked=True)` takes them; `refused` holds the outputs rejected for their size (see
+    `inputs.BoardBatch`), apart from `errors`.
+    """
 
     entries: tuple[BoardEntry, ...] = ()
     removed_keys: tuple[str, ...] = ()
     events: tuple[Event, ...] = ()
     errors: tuple[str, ...] = ()
+    refused: tuple[Oversize, ...] = ()
 
 
 class SourceMap:
-    """Convert one source's messages; keeps what transitions and rates need between them."""
+    """Convert one source's messages; keeps what transitions and rates need between them.
 
-    def __init__(self, spec: SourceSpec):
+    An output value or detail over `limit` bytes of JSON is refused (`inputs.check_size`).
+    """
+
+    def __init__(self, spec: SourceSpec, limit: int = MAX_VALUE_BYTES):
         self.spec = spec
+        self.limit = limit
         # Per mapping, {element id: last state}, oldest first (transitions fire on change).
         self._states: dict[int, collections.OrderedDict] = collections.defaultdict(
             collections.OrderedDict)
@@ -802,7 +815,8 @@ class SourceMap:
         """Return what `msg`, received at `received` [s], gives; ValueError rejects it whole.
 
         Outputs that fail alone (a non-finite number, a key that cannot be one) are
-        rejected one by one in `errors`; the others still apply.
+        rejected one by one in `errors`, those too large in `refused`; the others still
+        apply.
         """
         spec = self.spec
         header = _header(msg)
@@ -818,10 +832,14 @@ class SourceMap:
         removed: dict[str, None] = {}
         events: list[Event] = []
         errors: list[str] = []
+        refused: list[Oversize] = []
         for index, mapping in enumerate(spec.board):
             for element, where in self._elements(msg, mapping, f'board[{index}]', errors):
                 try:
                     key = self._board_output(index, mapping, element, stamp, entries, where)
+                except TooLarge as error:
+                    refused.append(error.oversize)
+                    continue
                 except (ValueError, AttributeError, KeyError, TypeError) as error:
                     errors.append(f'{where}: {_reason(error)}')
                     continue
@@ -832,6 +850,9 @@ class SourceMap:
             for element, where in self._elements(msg, mapping, f'events[{index}]', errors):
                 try:
                     event = self._event_output(index, mapping, element, stamp, where)
+                except TooLarge as error:
+                    refused.append(error.oversize)
+                    continue
                 except (ValueError, AttributeError, KeyError, TypeError) as error:
                     errors.append(f'{where}: {_reason(error)}')
                     continue
@@ -839,7 +860,8 @@ class SourceMap:
                     events.append(event)
         for key in entries:
             removed.pop(key, None)
-        return Conversion(tuple(entries.values()), tuple(removed), tuple(events), tuple(errors))
+        return Conversion(tuple(entries.values()), tuple(removed), tuple(events), tuple(errors),
+                          tuple(refused))
 
     @staticmethod
     def _elements(msg: Any, mapping: BoardMapping | EventMapping, where: str,
@@ -873,7 +895,9 @@ class SourceMap:
             return key if self._fires(index, ident, mapping.when.holds(element)) else None
         if mapping.when is not None and not mapping.when.holds(element):
             return None
-        value = mapping.value.make(element, where)
+        # Measured frozen: the text a frozen object keeps is the one the working set uses.
+        value = deep_freeze(mapping.value.make(element, where))
+        check_size(value, self.limit, f'{where}: board entry {shown_name(key)}: value', key)
         entries[key] = BoardEntry(key=key, value=value, stamp=_stamp_of(mapping, element, stamp),
                                   importance=mapping.importance, ttl=self._ttl(mapping),
                                   tags=mapping.tags)
@@ -894,6 +918,8 @@ class SourceMap:
                                                             mapping.when.holds(element)):
                 return None
         detail = None if mapping.detail is None else mapping.detail.make(element, where)
+        check_size(detail, self.limit, f'{where}: log event {shown_name(key)}: detail',
+                   event_refusal_key(kind.value, key))
         return Event(stamp=_stamp_of(mapping, element, stamp), kind=kind,
                      source=self.spec.name, key=key, detail=detail,
                      importance=mapping.importance, tags=mapping.tags)
@@ -973,8 +999,8 @@ def _reason(error: Exception) -> str:
 class Sources:
     """All sources of a node by topic; `convert` counts what each source received and took."""
 
-    def __init__(self, specs: Iterable[SourceSpec]):
-        self.maps = {spec.topic: SourceMap(spec) for spec in specs}
+    def __init__(self, specs: Iterable[SourceSpec], limit: int = MAX_VALUE_BYTES):
+        self.maps = {spec.topic: SourceMap(spec, limit) for spec in specs}
         self.counts = {topic: SourceCounts() for topic in self.maps}
 
     def convert(self, topic: str, msg: Any, received: float) -> Conversion:
@@ -985,9 +1011,10 @@ class Sources:
             conversion = self.maps[topic].convert(msg, received)
         except (ValueError, AttributeError, KeyError, TypeError) as error:
             conversion = Conversion(errors=(f'message rejected: {_reason(error)}',))
-        if conversion.errors:
+        reasons = rejections(conversion.errors, conversion.refused)
+        if reasons:
             counts.rejected += 1
-            counts.last_rejection = conversion.errors[-1]
+            counts.last_rejection = reasons[-1]
         else:
             counts.taken += 1
         return conversion

@@ -24,7 +24,8 @@ from typing import NamedTuple
 
 from working_memory.core.frozen import deep_freeze
 from working_memory.core.items import BoardEntry
-from working_memory.ros.inputs import BoardBatch, MAX_DEPTH, board_batch_from_msg, scan_frozen
+from working_memory.ros.inputs import (BoardBatch, MAX_DEPTH, board_batch_from_msg,
+                                       longest_unmeasured, scan_frozen)
 
 try:
     from working_memory.ros import _board_cdr
@@ -144,13 +145,14 @@ class _Irregular(Exception):
     """Bytes the fast path does not take: the reference path reads them (and names the fault)."""
 
 
-def board_batch(data: bytes, now: float) -> BoardBatch:
-    """Return `board_batch_from_msg(board_update(data), now, frozen=True)`; ValueError likewise.
+def board_batch(data: bytes, now: float, limit: int | None = None) -> BoardBatch:
+    """Return `board_batch_from_msg(board_update(data), now, True, limit)`; ValueError likewise.
 
     One pass for a little-endian update whose strings end in their one NUL, whose values
-    parse whole (no surrounding whitespace) and shallow, whose stamps are not negative, and
-    whose entries and removed keys all pass their checks; any other update is read the
-    reference way, so its batch and its errors (UnknownEncoding too) are exactly that path's.
+    parse whole (no surrounding whitespace), shallow and too short to be over `limit`
+    bytes of JSON (None: no limit), whose stamps are not negative, and whose entries and
+    removed keys all pass their checks; any other update is read the reference way, so
+    its batch and its errors (UnknownEncoding too) are exactly that path's.
     """
     try:
         fields = _read(data)
@@ -162,6 +164,8 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
         if sec < 0:
             raise _Irregular
         received = sec + nanosec * 1e-9 if sec or nanosec else now
+        # Longer values are measured the reference way (inputs.check_size).
+        longest = _INF if limit is None else longest_unmeasured(limit)
         entries = []
         for key, text, tags, importance, sec, nanosec, ttl_sec, ttl_nanosec in read:
             ttl = ttl_sec + ttl_nanosec * 1e-9
@@ -169,7 +173,8 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
                 importance = None
             elif not 0.0 <= importance <= 1.0:
                 raise _Irregular
-            if not key or not 0.0 <= ttl < _INF or text.count('[') + text.count('{') > MAX_DEPTH:
+            if (not key or not 0.0 <= ttl < _INF or len(text) > longest
+                    or text.count('[') + text.count('{') > MAX_DEPTH):
                 raise _Irregular
             value, stop = scan_frozen(text, 0)
             if stop != len(text):
@@ -186,7 +191,7 @@ def board_batch(data: bytes, now: float) -> BoardBatch:
     except (_Irregular, struct.error, UnicodeDecodeError, IndexError, StopIteration,
             ValueError, RecursionError):
         # ValueError: JSON the strict parser refuses (the reference names the entry).
-        return board_batch_from_msg(board_update(data), now, frozen=True)
+        return board_batch_from_msg(board_update(data), now, frozen=True, limit=limit)
 
 
 def _read_update(data: bytes) -> tuple[int, int, list[tuple], list[str]]:

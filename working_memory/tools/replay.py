@@ -262,7 +262,7 @@ class Replay:
         self._kinds = inputs.event_kinds(run.event_kinds)
         # The node's typed-topic sources, by the resolved topic the bag names them.
         self._specs = replay_sources(self.config.sources_file, settings.node)
-        self._sources = Sources(self._specs.values())
+        self._sources = Sources(self._specs.values(), self.config.max_value_bytes)
         pose_topic, self._pose_convert = inputs.POSE_TOPICS.get(self.config.pose_source,
                                                                 (None, None))
         self._pose_topic = None if pose_topic is None else '/' + pose_topic.lstrip('/')
@@ -346,7 +346,7 @@ class Replay:
                                     first.start_id))
         self._observe = _Observer(timebase)
         # Transitions and rates start over with the memory, as in the node.
-        self._sources = Sources(self._specs.values())
+        self._sources = Sources(self._specs.values(), self.config.max_value_bytes)
         exact = self._exact_topics(first.start_id)
         self._inputs = dict(self.run.inputs)
         self._publishers = {}
@@ -543,26 +543,28 @@ class Replay:
     def _apply(self, truth: Truth, topic: str, msg, received: float) -> None:
         """Apply one input message as the node's callback does (bad input is rejected)."""
         msgtype = self.run.input_types[topic]
+        limit = self.config.max_value_bytes
         try:
             if topic in self._specs:
                 conversion = self._sources.convert(self._specs[topic].topic, msg, received)
-                truth.rejected += [f'{topic}: {error}' for error in conversion.errors]
+                truth.rejected += [f'{topic}: {reason}' for reason in inputs.rejections(
+                    conversion.errors, conversion.refused)]
                 if conversion.entries or conversion.removed_keys:
                     truth.board.apply(conversion.entries, conversion.removed_keys)
                 for event in conversion.events:
                     truth.log.append(event)
             elif msgtype.endswith('/BoardUpdate'):
-                batch = inputs.board_batch_from_msg(msg, received)
-                truth.rejected += batch.errors
+                batch = inputs.board_batch_from_msg(msg, received, limit=limit)
+                truth.rejected += inputs.rejections(batch.errors, batch.refused)
                 truth.board.apply(batch.entries, batch.removed_keys)
                 truth.resync.removed(batch.removed_keys, batch.stamp)
             elif msgtype.endswith('/ResyncAnswer'):
-                answer = inputs.answer_from_msg(msg, received, self._kinds)
-                truth.rejected += answer.errors
+                answer = inputs.answer_from_msg(msg, received, self._kinds, limit)
+                truth.rejected += inputs.rejections(answer.errors, answer.refused)
                 truth.board.apply(truth.resync.standing(answer.entries, truth.board))
                 truth.log.take_answered(answer.events)
             elif msgtype.endswith('/LogEvent'):
-                truth.log.append(inputs.event_from_msg(msg, received, self._kinds))
+                truth.log.append(inputs.event_from_msg(msg, received, self._kinds, limit))
             elif msgtype.endswith('/OccupancyGrid'):
                 truth.grid = inputs.grid_from_msg(msg, self.config.map_frame)
             elif topic == self._pose_topic:
