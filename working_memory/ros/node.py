@@ -45,6 +45,7 @@ from working_memory.ros.source_map import load_sources
 from working_memory.ros.sources import describe, subscribe_sources
 from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.ticking import EXECUTORS, Intake, TickTimer, make_executor
+from working_memory.ros.twins import TwinCheck
 from working_memory.ros.views import Views
 from working_memory.ros.window_topics import WindowTopics
 from working_memory.srv import Assemble, Explain
@@ -102,6 +103,7 @@ class WorkingMemoryNode(LifecycleNode):
         self._ticker: TickTimer | None = None   # while active, unless a trigger topic ticks
         self._intake: Intake | None = None      # board and log, while configured
         self._frame_pub = self._evictions_pub = self._resync_pub = None
+        self._twins: TwinCheck | None = None   # another node of this name, while configured
         self._ask: Resync | None = None   # the resync request of this configure
         # A configure after one that succeeded (a cleanup between) is a restart; the first
         # is the process's start, even a respawned one (it cannot know).
@@ -241,9 +243,14 @@ class WorkingMemoryNode(LifecycleNode):
                     event_callbacks=qos.input_events(config.trigger_topic, *events)))
             except InvalidTopicNameException as error:
                 raise ValueError(f'trigger_topic: {error}') from None
+        # A second node of this name is told by a second publisher of this topic (ros/twins.py).
+        frame_topic = self.resolve_topic_name('~/frame')
+        self._twins = TwinCheck(self.get_fully_qualified_name(), frame_topic,
+                                lambda: self._publishers_of(frame_topic))
         self._frame_pub = self.create_lifecycle_publisher(
             ContextFrame, '~/frame', qos.frame_qos(),
             event_callbacks=qos.output_events('~/frame', *events))
+        self._twins.created()
         self._evictions_pub = self.create_lifecycle_publisher(
             EvictionBatch, '~/evictions', qos.stream_qos(),
             event_callbacks=qos.output_events('~/evictions', *events))
@@ -300,6 +307,7 @@ class WorkingMemoryNode(LifecycleNode):
         if self._resync_pub is not None:
             self.destroy_publisher(self._resync_pub)
         self._frame_pub = self._evictions_pub = self._resync_pub = None
+        self._twins = None
         if self._views is not None:
             self._views.destroy()
             self._views = None
@@ -410,16 +418,27 @@ class WorkingMemoryNode(LifecycleNode):
             self._evictions_pub.publish(conv.eviction_batch_msg(
                 frame.tick, evictions, frame.readmitted, now, frame.effective))
         if memory.diagnostics_due(effective):
-            self._diagnostics.publish([self._lifecycle_status(),
+            self._diagnostics.publish([self._lifecycle_status(), self._twin_status(),
                                        *memory.statuses(frame, effective)], now)
         period = None if config.trigger_topic else config.tick_period_s
         memory.health.tick_done(time.perf_counter() - started, period)
 
     def _writers(self) -> dict[bytes, str]:
         """Return {gid: node name} of the writers that answer a resync (the graph's now)."""
-        names = self._memory.resolved_names
-        return {bytes(info.endpoint_gid): f'{info.node_namespace.rstrip("/")}/{info.node_name}'
-                for info in self.get_publishers_info_by_topic(names[ANSWER_TOPIC])}
+        return {gid: name for name, gid in self._publishers_of(
+            self._memory.resolved_names[ANSWER_TOPIC])}
+
+    def _publishers_of(self, topic: str) -> list[tuple[str, bytes]]:
+        """Return (fully qualified node name, gid) of each publisher of `topic` in the graph."""
+        return [(f'{info.node_namespace.rstrip("/")}/{info.node_name}', bytes(info.endpoint_gid))
+                for info in self.get_publishers_info_by_topic(topic)]
+
+    def _twin_status(self) -> Status:
+        """Return the `twins` status; log a newly seen twin as an error."""
+        status, new = self._twins.status()
+        if new:
+            self.get_logger().error(status.message)
+        return status
 
     def _on_idle(self) -> None:
         """Publish the lifecycle status while the node does not tick (ticks publish their own).
@@ -433,13 +452,14 @@ class WorkingMemoryNode(LifecycleNode):
         why = self._diagnostics.stall(self._memory.config, self._now(),
                                       self.get_clock().ros_time_is_active)
         if why is not None:
-            self._diagnostics.publish([lifecycle_status('active', self._failure, why)],
-                                      self._now())
+            self._diagnostics.publish([lifecycle_status('active', self._failure, why),
+                                       self._twin_status()], self._now())
 
     def _publish_lifecycle(self) -> None:
         # A configured node not ticking says already which required keys no source writes.
         required = [] if self._memory is None else [self._memory.required_status(None)]
-        self._diagnostics.publish([self._lifecycle_status(), *required], self._now())
+        twins = [] if self._twins is None else [self._twin_status()]
+        self._diagnostics.publish([self._lifecycle_status(), *required, *twins], self._now())
 
     def _lifecycle_status(self) -> Status:
         if self._finalized:
