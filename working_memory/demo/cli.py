@@ -68,8 +68,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def robot_name(text: str) -> str:
-    """Return `text` if it is a ROS name token (a namespace of one level), else raise."""
-    if not re.fullmatch(r'[A-Za-z][A-Za-z0-9_]*', text):
+    """Return `text` if it is a ROS name token (a namespace of one level) or '' (the root).
+
+    argparse passes the default ('') through this too.
+    """
+    if text and not re.fullmatch(r'[A-Za-z][A-Za-z0-9_]*', text):
         raise argparse.ArgumentTypeError(f'{text!r}: a robot name is a letter, then letters, '
                                          'digits or _ (a ROS namespace of one level)')
     return text
