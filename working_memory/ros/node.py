@@ -418,8 +418,9 @@ class WorkingMemoryNode(LifecycleNode):
             self._evictions_pub.publish(conv.eviction_batch_msg(
                 frame.tick, evictions, frame.readmitted, now, frame.effective))
         if memory.diagnostics_due(effective):
-            self._diagnostics.publish([self._lifecycle_status(), self._twin_status(),
-                                       *memory.statuses(frame, effective)], now)
+            self._diagnostics.publish([self._lifecycle_status(),
+                                       *memory.statuses(frame, effective),
+                                       self._twin_status()], now)
         period = None if config.trigger_topic else config.tick_period_s
         memory.health.tick_done(time.perf_counter() - started, period)
 
