@@ -348,15 +348,23 @@ class _Writer:
     gets the answer whenever it matches the writer, also when the answer went out before.
     The answers run in the node's executor: spin the writer's node. Every method may be
     called from any thread (a lock guards what the writer holds).
+
+    Where it answers: `resync/` beside the topic it writes, as resolved (remappings
+    included), where the working memory that takes the topic asks: `/robot1/board`
+    answers on `/robot1/resync/*` whatever the writer node's namespace. A
+    `resync_namespace` given says otherwise (a relative one resolves in the writer
+    node's namespace), for a node whose input is remapped away from its namespace.
     """
 
-    def __init__(self, node: Node, msg_type: type, topic: str, resync_namespace: str,
+    def __init__(self, node: Node, msg_type: type, topic: str, resync_namespace: str | None,
                  qos_profile: QoSProfile | None):
         self._node = node
         self._name = f'{node.get_fully_qualified_name()}#{secrets.token_hex(4)}'
         self._answered: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._publisher = node.create_publisher(msg_type, topic, qos_profile or input_qos())
+        if resync_namespace is None:
+            resync_namespace = self._publisher.topic_name.rpartition('/')[0] + '/resync'
         namespace = resync_namespace.rstrip('/')
         self._answers = node.create_publisher(ResyncAnswer, f'{namespace}/answer',
                                               latched_qos(_ANSWERS_LATCHED))
@@ -420,7 +428,7 @@ class BoardWriter(_Writer):
     one writer: a key this writer set and another removed comes back in its answer.
     """
 
-    def __init__(self, node: Node, topic: str = 'board', resync_namespace: str = 'resync',
+    def __init__(self, node: Node, topic: str = 'board', resync_namespace: str | None = None,
                  qos_profile: QoSProfile | None = None):
         self._standing: dict[str, BoardEntry] = {}
         super().__init__(node, BoardUpdate, topic, resync_namespace, qos_profile)
@@ -508,7 +516,7 @@ class EventLogger(_Writer):
     """
 
     def __init__(self, node: Node, topic: str = 'log', source: str | None = None,
-                 resync_namespace: str = 'resync', keep_s: float = 300.0,
+                 resync_namespace: str | None = None, keep_s: float = 300.0,
                  keep: int = 10_000, qos_profile: QoSProfile | None = None):
         self._source = node.get_name() if source is None else source
         self._keep_s = keep_s
