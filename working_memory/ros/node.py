@@ -37,6 +37,7 @@ from working_memory.ros.diagnostics_topic import DiagnosticsTopic
 from working_memory.ros.memory import (ANSWER_TOPIC, Memory, REQUEST_TOPIC, build_memory,
                                        check_distinct_inputs, event_window_s, pose_requirers,
                                        pose_topic, tick_description)
+from working_memory.ros.ownership import Ownership
 from working_memory.ros.parameters import NodeParameters, changed
 from working_memory.ros.params import NodeConfig
 from working_memory.ros.params_files import parameter_args
@@ -104,6 +105,7 @@ class WorkingMemoryNode(LifecycleNode):
         self._intake: Intake | None = None      # board and log, while configured
         self._frame_pub = self._evictions_pub = self._resync_pub = None
         self._twins: TwinCheck | None = None   # another node of this name, while configured
+        self._ownership: Ownership | None = None   # owned board keys, while configured
         self._ask: Resync | None = None   # the resync request of this configure
         # A configure after one that succeeded (a cleanup between) is a restart; the first
         # is the process's start, even a respawned one (it cannot know).
@@ -141,6 +143,9 @@ class WorkingMemoryNode(LifecycleNode):
             self._create_entities(config)
             self._memory.resolved_names = {topic: self.resolve_topic_name(topic)
                                            for topic in self._memory.health.received_counts()}
+            board = self._memory.resolved_names['board']
+            self._ownership = Ownership(self._table.owners(config),
+                                        lambda: self._publishers_of(board))
             self._views = Views(self, manifests, config.map_frame) if config.views else None
             if config.map_windows == 'reference':
                 self._windows = WindowTopics(self, manifests, config.map_frame)
@@ -307,7 +312,7 @@ class WorkingMemoryNode(LifecycleNode):
         if self._resync_pub is not None:
             self.destroy_publisher(self._resync_pub)
         self._frame_pub = self._evictions_pub = self._resync_pub = None
-        self._twins = None
+        self._twins = self._ownership = None
         if self._views is not None:
             self._views.destroy()
             self._views = None
@@ -420,7 +425,7 @@ class WorkingMemoryNode(LifecycleNode):
         if memory.diagnostics_due(effective):
             self._diagnostics.publish([self._lifecycle_status(),
                                        *memory.statuses(frame, effective),
-                                       self._twin_status()], now)
+                                       self._twin_status(), *self._owners_status()], now)
         period = None if config.trigger_topic else config.tick_period_s
         memory.health.tick_done(time.perf_counter() - started, period)
 
@@ -433,6 +438,11 @@ class WorkingMemoryNode(LifecycleNode):
         """Return (fully qualified node name, gid) of each publisher of `topic` in the graph."""
         return [(f'{info.node_namespace.rstrip("/")}/{info.node_name}', bytes(info.endpoint_gid))
                 for info in self.get_publishers_info_by_topic(topic)]
+
+    def _owners_status(self) -> list[Status]:
+        """Return the `owners` status when owner_names names any, else nothing."""
+        ownership = self._ownership
+        return [ownership.status()] if ownership is not None and ownership.owners else []
 
     def _twin_status(self) -> Status:
         """Return the `twins` status; log a newly seen twin as an error."""
@@ -505,9 +515,17 @@ class WorkingMemoryNode(LifecycleNode):
             batch = conv.board_batch_from_bytes(data, now)
             for error in batch.errors:
                 self._reject('board', error)
-            memory.take_board(batch)
+            memory.take_board(self._owned(batch, info))
         except ValueError as error:
             self._reject('board', str(error))
+
+    def _owned(self, batch: conv.BoardBatch, info: dict) -> conv.BoardBatch:
+        """Return `batch` without the owned keys its writer may not write; log each once."""
+        batch, first = self._ownership.take(batch, conv.publication(info)[0])
+        for writer, key, owner in first:
+            self.get_logger().warning(f'board: {writer} may not write {key!r} (owner {owner}: '
+                                      f'owners.{owner}.nodes); refused, counted on /diagnostics')
+        return batch
 
     def _on_log(self, msg: LogEvent, info: dict) -> None:
         memory, now = self._received('log', info)
