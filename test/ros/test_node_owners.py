@@ -42,6 +42,30 @@ def test_an_owned_key_from_another_node_is_refused_and_the_rest_taken(
     assert ZONE in planner_keys(probe.wait_frame())
 
 
+def test_a_resync_answer_of_a_non_owner_is_refused_the_owners_comes_back(
+        start_memory, context, add_node, namespace):
+    node, probe = start_memory(OWNERS)
+    writers = {name: BoardWriter(add_node(rclpy.create_node(name, namespace=namespace,
+                                                            context=context)))
+               for name in ('safety_monitor', 'teleop')}
+    probe.wait_matched(*(writer._publisher for writer in writers.values()))
+    writers['safety_monitor'].set(ZONE, {'polygon': [[0, 0], [1, 0], [1, 1]]})
+    writers['teleop'].set('safety:stop', True)
+    before = probe.wait_frame(lambda frame: ZONE in planner_keys(frame))
+    for transition in (node.trigger_deactivate, node.trigger_cleanup, node.trigger_configure,
+                       node.trigger_activate):
+        assert transition() == TransitionCallbackReturn.SUCCESS
+    after = probe.wait_frame(lambda frame: frame.start_id != before.start_id
+                             and not frame.resyncing and ZONE in planner_keys(frame))
+    assert 'safety:stop' not in planner_keys(after)
+    # Counted anew by the restarted node: its answer alone (the live write went to the last).
+    start = len(probe.diagnostics)
+    status = probe.status('owners', lambda status: status.level == b'\x01' and any(
+        status in array.status for array in probe.diagnostics[start:]))
+    assert probe.values(status) == {f'{namespace}/teleop -> safety:stop':
+                                    '1 refused (owner safety)'}
+
+
 def test_owners_that_cannot_be_used_fail_configure_naming_the_parameter(start_memory):
     node, probe = start_memory({**OWNERS, 'owners.safety.nodes': []}, configure=False)
     assert node.trigger_configure() == TransitionCallbackReturn.FAILURE

@@ -143,9 +143,11 @@ class WorkingMemoryNode(LifecycleNode):
             self._create_entities(config)
             self._memory.resolved_names = {topic: self.resolve_topic_name(topic)
                                            for topic in self._memory.health.received_counts()}
-            board = self._memory.resolved_names['board']
-            self._ownership = Ownership(self._table.owners(config),
-                                        lambda: self._publishers_of(board))
+            # The writers of owned keys: on board, and answering a resync (if asked).
+            topics = [self._memory.resolved_names[topic] for topic in ('board', ANSWER_TOPIC)
+                      if topic in self._memory.resolved_names]
+            self._ownership = Ownership(self._table.owners(config), lambda: [
+                publisher for topic in topics for publisher in self._publishers_of(topic)])
             self._views = Views(self, manifests, config.map_frame) if config.views else None
             if config.map_windows == 'reference':
                 self._windows = WindowTopics(self, manifests, config.map_frame)
@@ -522,10 +524,14 @@ class WorkingMemoryNode(LifecycleNode):
     def _owned(self, batch: conv.BoardBatch, info: dict) -> conv.BoardBatch:
         """Return `batch` without the owned keys its writer may not write; log each once."""
         batch, first = self._ownership.take(batch, conv.publication(info)[0])
-        for writer, key, owner in first:
-            self.get_logger().warning(f'board: {writer} may not write {key!r} (owner {owner}: '
-                                      f'owners.{owner}.nodes); refused, counted on /diagnostics')
+        self._log_refused('board', first)
         return batch
+
+    def _log_refused(self, topic: str, first: list[tuple[str, str, str]]) -> None:
+        """Log each writer and owned key refused for the first time."""
+        for writer, key, owner in first:
+            self.get_logger().warning(f'{topic}: {writer} may not write {key!r} (owner {owner}: '
+                                      f'owners.{owner}.nodes); refused, counted on /diagnostics')
 
     def _on_log(self, msg: LogEvent, info: dict) -> None:
         memory, now = self._received('log', info)
@@ -547,6 +553,8 @@ class WorkingMemoryNode(LifecycleNode):
             return
         for error in answer.errors:
             self._reject(ANSWER_TOPIC, error)
+        answer, first = self._ownership.take_answer(answer, conv.publication(info)[0])
+        self._log_refused(ANSWER_TOPIC, first)
         memory.take_answer(answer)
         if not memory.resync.heard(conv.publication(info)[0]):
             self.get_logger().warning(

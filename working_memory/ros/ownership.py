@@ -1,4 +1,4 @@
-"""Owned board keys at the node's intake: who wrote an update, what of it is refused, counted.
+"""Owned board keys at the node's intake: who wrote an update or a resync answer, what is refused.
 
 A board update carries no writer name: its message info names the publisher's gid,
 which the graph maps to a node (`get_publishers_info_by_topic`; the node hands in a
@@ -14,16 +14,17 @@ import dataclasses
 import time
 from typing import Callable, Iterable
 
+from working_memory.core.items import BoardEntry
 from working_memory.core.owners import Owners
 from working_memory.ros.diagnostics import Level, Status
-from working_memory.ros.inputs import BoardBatch
+from working_memory.ros.inputs import Answer, BoardBatch
 
 # [s] steady clock: the graph is asked again for an unknown gid at most this often.
 GRAPH_PERIOD_S = 0.5
 UNKNOWN_WRITER = '(a publisher the graph does not show)'
 _NAMED = 5   # writer/key pairs the WARN names
 
-# (fully qualified node name, endpoint gid) of each publisher of the board topic.
+# (fully qualified node name, endpoint gid) of each publisher of the board and answer topics.
 Publishers = Callable[[], Iterable[tuple[str, bytes]]]
 
 
@@ -56,8 +57,24 @@ class Ownership:
 
         The second value lists (writer, key, owner) refused for the first time, to log.
         """
+        entries, removed, first = self._allowed(batch.entries, batch.removed_keys, gid, now)
+        if len(entries) == len(batch.entries) and len(removed) == len(batch.removed_keys):
+            return batch, first
+        return dataclasses.replace(batch, entries=entries, removed_keys=removed), first
+
+    def take_answer(self, answer: Answer, gid: bytes, now: float | None = None
+                    ) -> tuple[Answer, list[tuple[str, str, str]]]:
+        """Return a writer's resync `answer` without the entries it may not write (as `take`)."""
+        entries, _, first = self._allowed(answer.entries, (), gid, now)
+        if len(entries) == len(answer.entries):
+            return answer, first
+        return dataclasses.replace(answer, entries=entries), first
+
+    def _allowed(self, entries: tuple[BoardEntry, ...], removed_keys: tuple[str, ...],
+                 gid: bytes, now: float | None):
+        """Return (entries, removed keys) the writer `gid` may write, and the new refusals."""
         if not self.owners:
-            return batch, []
+            return entries, removed_keys, []
         node = self.writer(gid, now)
         writer = UNKNOWN_WRITER if node is None else node
         first: list[tuple[str, str, str]] = []
@@ -72,11 +89,8 @@ class Ownership:
                 self._owner_of[key] = owner.name
             self.refused[pair] = self.refused.get(pair, 0) + 1
             return False
-        entries = tuple(entry for entry in batch.entries if allowed(entry.key))
-        removed = tuple(key for key in batch.removed_keys if allowed(key))
-        if len(entries) == len(batch.entries) and len(removed) == len(batch.removed_keys):
-            return batch, first
-        return dataclasses.replace(batch, entries=entries, removed_keys=removed), first
+        return (tuple(entry for entry in entries if allowed(entry.key)),
+                tuple(key for key in removed_keys if allowed(key)), first)
 
     def status(self) -> Status:
         """Return the `owners` status: WARN naming the writers and keys refused so far."""
