@@ -40,6 +40,11 @@ def test_an_owned_key_from_another_node_is_refused_and_the_rest_taken(
     probe.status('owners', lambda status: probe.values(status).get(
         f'{namespace}/wm_probe -> {ZONE}') == '1 refused (owner safety)')
     assert ZONE in planner_keys(probe.wait_frame())
+    explained = probe.explain('planner', 'safety:stop')
+    assert explained.success and not explained.present
+    assert explained.detail.endswith(f'; writes refused since the node started (owner safety): '
+                                     f'{namespace}/wm_probe (1)')
+    assert 'writes refused' not in probe.explain('planner', 'goal:deliver').detail
 
 
 def test_a_resync_answer_of_a_non_owner_is_refused_the_owners_comes_back(

@@ -630,6 +630,9 @@ class WorkingMemoryNode(LifecycleNode):
             # manifests explain past frames too.
             answer = explain(self._frame(query.tick), self._memory.manifests, query.cabin,
                              query.key, self._memory.log)
+            refused = self._ownership.refusal_note(query.key)
+            if refused:   # the owned key's writes from others (Who may write what)
+                answer = answer._replace(detail=f'{answer.detail}; {refused}')
         except (LookupError, ValueError) as error:
             return conv.failed_response(response, str(error))
         return conv.explain_response(response, answer)

@@ -106,7 +106,11 @@ class Ownership:
                       f'writes to owned keys refused: {named}'
                       + (f'; {more} more writer/key pairs' if more > 0 else ''), values)
 
-    def refused_keys(self, key: str) -> list[tuple[str, int]]:
-        """Return (writer, refused writes) of `key`, for ~/explain."""
-        return [(writer, count) for (writer, refused), count in self.refused.items()
-                if refused == key]
+    def refusal_note(self, key: str) -> str:
+        """Return what ~/explain adds for `key`: whose writes were refused since configure, or ''."""
+        writers = [f'{writer} ({count})' for (writer, refused), count in self.refused.items()
+                   if refused == key]
+        if not writers:
+            return ''
+        return (f'writes refused since the node started (owner {self._owner_of[key]}): '
+                + ', '.join(writers))
