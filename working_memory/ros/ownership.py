@@ -107,7 +107,7 @@ class Ownership:
                       + (f'; {more} more writer/key pairs' if more > 0 else ''), values)
 
     def refusal_note(self, key: str) -> str:
-        """Return what ~/explain adds for `key`: whose writes were refused since configure, or ''."""
+        """Return what ~/explain adds for `key`: whose writes were refused, or ''."""
         writers = [f'{writer} ({count})' for (writer, refused), count in self.refused.items()
                    if refused == key]
         if not writers:
