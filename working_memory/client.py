@@ -51,6 +51,9 @@ MIN_MAX_AGE_S = 0.5
 # Resync requests a writer remembers having answered; node starts a client remembers as gone.
 _ANSWERED_KEPT = 64
 _STARTS_KEPT = 16
+# New frames of a node start replaced by another that make it a live twin, not the last
+# frames of a restarted node still in flight.
+TWIN_AFTER_FRAMES = 3
 # Answers a writer keeps latched: two nodes sharing the writers each find theirs.
 _ANSWERS_LATCHED = 8
 
@@ -102,7 +105,11 @@ class WorkingMemoryClient:
     the last frames; `math.inf`: never, for a node ticking on a trigger). `last()`
     returns the newest pack whatever its age, `age()` how old it is. A restarted
     node's packs (a new `start_id`, ticks from 1 again) replace the old node's; a
-    late copy of the old node's last latched frame never does.
+    late copy of the old node's last latched frame never does. Two live nodes under
+    one name (a stale process, a second launch: their frames interleave) are not
+    mixed: the client keeps the start it took last and drops the other's frames,
+    logging an error naming both starts once the other has sent TWIN_AFTER_FRAMES
+    new frames (`twin_frames` counts those dropped).
 
     Threading: `assemble()` and `explain()` block the calling thread until the
     answer arrives or the timeout passes. The answer is delivered by the node's
@@ -126,7 +133,8 @@ class WorkingMemoryClient:
         self._node = node
         self._max_age_s = max_age_s
         self._period_s: float | None = None   # between the last two frames of one node
-        self._retired: collections.deque[str] = collections.deque(maxlen=_STARTS_KEPT)
+        # {node start gone or replaced: [its last tick, its new frames since]}
+        self._retired: collections.OrderedDict[str, list[int]] = collections.OrderedDict()
         self._cabin = cabin
         self._on_pack = on_pack
         self._timeout_s = timeout_s
@@ -135,6 +143,7 @@ class WorkingMemoryClient:
         self._join: WindowJoin[PackView] = WindowJoin()
         self.rejected_windows = 0
         self.dropped_packs = 0
+        self.twin_frames = 0
         namespace = namespace.rstrip('/')
         self._window_topic = f'{namespace}/{cabin}/window'
         self._window_sub = node.create_subscription(
@@ -299,8 +308,11 @@ class WorkingMemoryClient:
             previous = self._latest
             if previous is not None and view.start_id != previous.start_id:
                 if view.start_id in self._retired:
-                    return   # a late frame of a node start gone since
-                self._retired.append(previous.start_id)   # a new node start
+                    self._other_start(view, previous)
+                    return
+                self._retired[previous.start_id] = [previous.tick, 0]   # a new node start
+                if len(self._retired) > _STARTS_KEPT:
+                    self._retired.popitem(last=False)
                 self._period_s = None
             elif previous is not None:
                 if view.tick <= previous.tick:
@@ -309,6 +321,23 @@ class WorkingMemoryClient:
             self._latest = view
         if self._on_pack is not None:
             self._on_pack(view)
+
+    def _other_start(self, view: PackView, current: PackView) -> None:
+        """Drop a frame of a node start replaced; say so once it proves a live twin."""
+        seen = self._retired[view.start_id]
+        if view.tick <= seen[0]:
+            return   # a late copy of a frame seen
+        seen[0] = view.tick
+        seen[1] += 1
+        if seen[1] < TWIN_AFTER_FRAMES:
+            return   # the last frames of a restarted node, still in flight
+        self.twin_frames += 1
+        if seen[1] == TWIN_AFTER_FRAMES:
+            self._node.get_logger().error(
+                f'{self._frame_sub.topic_name}: two working memories publish under one name: '
+                f'node start {view.start_id!r} (tick {view.tick}) beside {current.start_id!r} '
+                f'(tick {current.tick}), which this client keeps; the frames of '
+                f'{view.start_id!r} are dropped, not mixed (stop one of the two)')
 
 
 class _Writer:
@@ -320,15 +349,23 @@ class _Writer:
     gets the answer whenever it matches the writer, also when the answer went out before.
     The answers run in the node's executor: spin the writer's node. Every method may be
     called from any thread (a lock guards what the writer holds).
+
+    Where it answers: `resync/` beside the topic it writes, as resolved (remappings
+    included), where the working memory that takes the topic asks: `/robot1/board`
+    answers on `/robot1/resync/*` whatever the writer node's namespace. A
+    `resync_namespace` given says otherwise (a relative one resolves in the writer
+    node's namespace), for a node whose input is remapped away from its namespace.
     """
 
-    def __init__(self, node: Node, msg_type: type, topic: str, resync_namespace: str,
+    def __init__(self, node: Node, msg_type: type, topic: str, resync_namespace: str | None,
                  qos_profile: QoSProfile | None):
         self._node = node
         self._name = f'{node.get_fully_qualified_name()}#{secrets.token_hex(4)}'
         self._answered: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._publisher = node.create_publisher(msg_type, topic, qos_profile or input_qos())
+        if resync_namespace is None:
+            resync_namespace = self._publisher.topic_name.rpartition('/')[0] + '/resync'
         namespace = resync_namespace.rstrip('/')
         self._answers = node.create_publisher(ResyncAnswer, f'{namespace}/answer',
                                               latched_qos(_ANSWERS_LATCHED))
@@ -394,7 +431,7 @@ class BoardWriter(_Writer):
     set and another removed comes back in its answer.
     """
 
-    def __init__(self, node: Node, topic: str = 'board', resync_namespace: str = 'resync',
+    def __init__(self, node: Node, topic: str = 'board', resync_namespace: str | None = None,
                  qos_profile: QoSProfile | None = None,
                  max_value_bytes: int = MAX_VALUE_BYTES):
         self._standing: dict[str, BoardEntry] = {}
@@ -487,7 +524,7 @@ class EventLogger(_Writer):
     """
 
     def __init__(self, node: Node, topic: str = 'log', source: str | None = None,
-                 resync_namespace: str = 'resync', keep_s: float = 300.0,
+                 resync_namespace: str | None = None, keep_s: float = 300.0,
                  keep: int = 10_000, qos_profile: QoSProfile | None = None,
                  max_value_bytes: int = MAX_VALUE_BYTES):
         self.max_value_bytes = max_value_bytes

@@ -9,7 +9,8 @@ import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
 
-from working_memory.client import WorkingMemoryClient, WorkingMemoryError, WorkingMemoryTimeout
+from working_memory.client import (TWIN_AFTER_FRAMES, WorkingMemoryClient, WorkingMemoryError,
+                                   WorkingMemoryTimeout)
 from working_memory.core.gridmap import MapWindow
 from working_memory.core.items import MissingReason
 from working_memory.core.windows import WINDOWS_KEPT, window_digest
@@ -341,3 +342,22 @@ def test_a_restarted_nodes_packs_replace_the_old_nodes_and_a_late_old_frame_does
     assert spin_until(lambda: client.latest().tick == 2)
     assert [(view.start_id, view.tick) for view in seen] == [('old', 500), ('new', 1),
                                                              ('new', 2)]
+    assert client.twin_frames == 0   # the old node's last frame in flight: no twin
+
+
+def test_two_live_node_starts_are_not_mixed_the_client_keeps_one(
+        context, add_node, spin_until, frames, wm_namespace):
+    twin = add_node(rclpy.create_node('fake_working_memory', context=context)).create_publisher(
+        ContextFrame, f'{wm_namespace}/frame', frame_qos()).publish
+    seen = []
+    client = WorkingMemoryClient(add_node(client_node(context, 'p')), 'planner', wm_namespace,
+                                 on_pack=seen.append)
+    ticks = iter(range(1, 2000))
+
+    def interleave():   # two live nodes of one name, taking turns on one topic
+        tick = next(ticks)
+        (frames, twin)[tick % 2](frame_msg(tick, PACKS, start_id='ab'[tick % 2]))
+    assert spin_until(lambda: client.twin_frames >= TWIN_AFTER_FRAMES, on_spin=interleave)
+    starts = [view.start_id for view in seen]
+    assert sum(1 for one, other in zip(starts, starts[1:]) if one != other) <= 1
+    assert client.latest().start_id == starts[-1]

@@ -150,3 +150,13 @@ def test_the_cabins_option_picks_plain_or_trees_and_refuses_others(capsys):
         parse_args(['--cabins', 'bushes'])
     assert exited.value.code == EXIT_USAGE
     assert "invalid choice: 'bushes' (choose from 'plain', 'trees')" in capsys.readouterr().err
+
+
+def test_the_demo_refuses_to_start_beside_a_working_memory_of_its_namespace(
+        start_memory, namespace, capsys, tmp_path):
+    start_memory(configure=False)   # a user's own node, not even configured, is enough
+    assert main(['--robot', namespace.lstrip('/'), '--out', str(tmp_path)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f'demo: {namespace}/working_memory already runs in ROS_DOMAIN_ID=')
+    assert 'would mix their frames' in err
+    assert not any((tmp_path / namespace.lstrip('/')).iterdir())   # no bag: nothing ran

@@ -51,7 +51,7 @@ def test_statuses_are_named_by_the_fully_qualified_node_name(start_memory):
                  if any(s.name == status.name for s in array.status))
     names = [s.name.removeprefix(f'{probe.fully_qualified_name}: ') for s in array.status]
     assert names == ['lifecycle', 'capacity', 'ticks', 'inputs', 'qos', 'missing', 'board',
-                     'resync', 'required']
+                     'resync', 'required', 'twins']
     assert level(array.status[0]) == 'OK' and array.status[0].message == 'active: ticking'
 
 

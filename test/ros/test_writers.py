@@ -10,6 +10,7 @@ import math
 
 import pytest
 import rclpy
+from rclpy.lifecycle import TransitionCallbackReturn
 
 from working_memory.client import BoardWriter, EventLogger
 from working_memory.core.items import BoardEntry
@@ -147,3 +148,32 @@ def test_the_event_logger_refuses_bad_events(wire, kind, detail, match):
     node, _, _ = wire
     with pytest.raises(ValueError, match=match):
         EventLogger(node).log(kind, 'k', detail)
+
+
+def test_a_writer_on_another_namespaces_topic_answers_that_namespaces_restarted_node(
+        context, add_node, spin_until, start_memory, namespace):
+    node, probe = start_memory()
+    # A writer node in the root namespace writing the node's board by its absolute name.
+    writer = BoardWriter(add_node(rclpy.create_node('root_writer', context=context)),
+                         f'{namespace}/board')
+    assert writer._answers.topic_name == f'{namespace}/resync/answer'
+    matched(spin_until, writer._publisher)
+    writer.set('goal:deliver', {'x': 16.0, 'y': 3.0})
+
+    def holds_goal(frame):
+        return 'goal:deliver' in {item.key for pack in frame.packs for item in pack.items}
+    before = probe.wait_frame(holds_goal)
+    # The node restarted: it holds nothing, asks on its namespace's resync/request.
+    for transition in (node.trigger_deactivate, node.trigger_cleanup, node.trigger_configure,
+                       node.trigger_activate):
+        assert transition() == TransitionCallbackReturn.SUCCESS
+    after = probe.wait_frame(lambda frame: frame.start_id != before.start_id and holds_goal(frame))
+    assert after.restart
+
+
+def test_a_resync_namespace_given_is_where_the_writer_answers(context, add_node, namespace):
+    node = add_node(rclpy.create_node('writer', namespace=namespace, context=context))
+    assert BoardWriter(node, '/robot1/board')._answers.topic_name == '/robot1/resync/answer'
+    assert BoardWriter(node, 'board')._answers.topic_name == f'{namespace}/resync/answer'
+    assert EventLogger(node, '/robot1/log', resync_namespace='resync')._answers.topic_name == \
+        f'{namespace}/resync/answer'

@@ -68,7 +68,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def robot_name(text: str) -> str:
-    """Return `text` if it is a ROS name token (a namespace of one level) or '', else raise."""
+    """Return `text` if it is a ROS name token (a namespace of one level) or '' (the root).
+
+    argparse passes the default ('') through this too.
+    """
     if text and not re.fullmatch(r'[A-Za-z][A-Za-z0-9_]*', text):
         raise argparse.ArgumentTypeError(f'{text!r}: a robot name is a letter, then letters, '
                                          'digits or _ (a ROS namespace of one level)')

@@ -22,7 +22,7 @@ from rclpy.signals import SignalHandlerOptions
 from working_memory.demo.cli import (DEFAULT_SEED, EXIT_USAGE, Progress, demo_manifests,
                                      describe_drops, drops_from_specs, exit_code, hints,
                                      parse_args, summary)
-from working_memory.demo.scenario import ScenarioOptions, run_scenario
+from working_memory.demo.scenario import ScenarioOptions, already_running, run_scenario
 from working_memory.tools.bag import BagError
 from working_memory.tools.recording import RecordingError, load_recording
 from working_memory.tools.report import write_report
@@ -46,8 +46,6 @@ def main(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     bag = folder / f'delivery_{tag}'
     report = folder / f'delivery_{tag}.html'
-    if bag.exists():
-        shutil.rmtree(bag)
     options = ScenarioOptions(seed=args.seed, drops=drops, bag_path=bag,
                               real_time_factor=args.real_time_factor,
                               sim_time_limit_s=args.sim_time_limit,
@@ -65,6 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
     rclpy.init(args=None, signal_handler_options=SignalHandlerOptions.NO)
     try:
+        running = already_running(options.namespace)
+        if running:
+            print(f'demo: {", ".join(running)} already runs in ROS_DOMAIN_ID='
+                  f'{os.environ.get("ROS_DOMAIN_ID", "0")}: a second one under its name would mix '
+                  f'their frames; stop it, or run the demo in another domain '
+                  f'(ROS_DOMAIN_ID=<n> make demo) or namespace (--robot NAME)', file=sys.stderr)
+            return EXIT_USAGE
+        if bag.exists():
+            shutil.rmtree(bag)
         outcome = run_scenario(
             options, progress=Progress(lambda line: print(line, flush=True)),
             until=lambda o: interrupted.is_set() or (

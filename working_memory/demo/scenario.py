@@ -83,6 +83,31 @@ RECORDED_TOPICS = ('/board', '/log', '/map', '/odom', '/clock', '/parameter_even
 PARAMS_FILES_KEY = 'working_memory.params_files'
 # [s] wall time the recorder may take to find the node's outputs before ticking starts.
 RECORDER_DISCOVERY_S = 10.0
+# [s] wall time the graph is watched for a working memory already running before a start:
+# discovery of a node in another process takes a second or two on loopback.
+ALREADY_RUNNING_WAIT_S = 3.0
+
+
+def already_running(namespace: str, context=None,
+                    wait_s: float = ALREADY_RUNNING_WAIT_S) -> list[str]:
+    """Return the working memories already in the graph under `namespace` ('' the root).
+
+    Watches the graph for `wait_s` [s] of wall time (discovery takes it), less once
+    one is seen: a second node of the same name would interleave its frames with the
+    scenario's own (ros/twins.py).
+    """
+    wanted = f'{namespace}/working_memory'
+    node = Node('demo_graph_check', context=context, start_parameter_services=False)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            found = sorted({f'{space.rstrip("/")}/{name}' for name, space
+                            in node.get_node_names_and_namespaces()} & {wanted})
+            if found or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.1)   # the graph fills in from discovery, no callback to wait on
+    finally:
+        node.destroy_node()
 
 
 def parameter_snapshot(node: Node) -> dict:

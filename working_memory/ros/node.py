@@ -37,6 +37,7 @@ from working_memory.ros.diagnostics_topic import DiagnosticsTopic
 from working_memory.ros.memory import (ANSWER_TOPIC, Memory, REQUEST_TOPIC, build_memory,
                                        check_distinct_inputs, event_window_s, pose_requirers,
                                        pose_topic, tick_description)
+from working_memory.ros.ownership import Ownership
 from working_memory.ros.parameters import NodeParameters, changed
 from working_memory.ros.params import NodeConfig
 from working_memory.ros.params_files import parameter_args
@@ -45,6 +46,7 @@ from working_memory.ros.source_map import load_sources
 from working_memory.ros.sources import describe, subscribe_sources
 from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.ticking import EXECUTORS, Intake, TickTimer, make_executor
+from working_memory.ros.twins import TwinCheck
 from working_memory.ros.views import Views
 from working_memory.ros.window_topics import WindowTopics
 from working_memory.srv import Assemble, Explain
@@ -102,6 +104,8 @@ class WorkingMemoryNode(LifecycleNode):
         self._ticker: TickTimer | None = None   # while active, unless a trigger topic ticks
         self._intake: Intake | None = None      # board and log, while configured
         self._frame_pub = self._evictions_pub = self._resync_pub = None
+        self._twins: TwinCheck | None = None   # another node of this name, while configured
+        self._ownership: Ownership | None = None   # owned board keys, while configured
         self._ask: Resync | None = None   # the resync request of this configure
         # A configure after one that succeeded (a cleanup between) is a restart; the first
         # is the process's start, even a respawned one (it cannot know).
@@ -139,6 +143,11 @@ class WorkingMemoryNode(LifecycleNode):
             self._create_entities(config)
             self._memory.resolved_names = {topic: self.resolve_topic_name(topic)
                                            for topic in self._memory.health.received_counts()}
+            # The writers of owned keys: on board, and answering a resync (if asked).
+            topics = [self._memory.resolved_names[topic] for topic in ('board', ANSWER_TOPIC)
+                      if topic in self._memory.resolved_names]
+            self._ownership = Ownership(self._table.owners(config), lambda: [
+                publisher for topic in topics for publisher in self._publishers_of(topic)])
             self._views = Views(self, manifests, config.map_frame) if config.views else None
             if config.map_windows == 'reference':
                 self._windows = WindowTopics(self, manifests, config.map_frame)
@@ -241,9 +250,14 @@ class WorkingMemoryNode(LifecycleNode):
                     event_callbacks=qos.input_events(config.trigger_topic, *events)))
             except InvalidTopicNameException as error:
                 raise ValueError(f'trigger_topic: {error}') from None
+        # A second node of this name is told by a second publisher of this topic (ros/twins.py).
+        frame_topic = self.resolve_topic_name('~/frame')
+        self._twins = TwinCheck(self.get_fully_qualified_name(), frame_topic,
+                                lambda: self._publishers_of(frame_topic))
         self._frame_pub = self.create_lifecycle_publisher(
             ContextFrame, '~/frame', qos.frame_qos(),
             event_callbacks=qos.output_events('~/frame', *events))
+        self._twins.created()
         self._evictions_pub = self.create_lifecycle_publisher(
             EvictionBatch, '~/evictions', qos.stream_qos(),
             event_callbacks=qos.output_events('~/evictions', *events))
@@ -300,6 +314,7 @@ class WorkingMemoryNode(LifecycleNode):
         if self._resync_pub is not None:
             self.destroy_publisher(self._resync_pub)
         self._frame_pub = self._evictions_pub = self._resync_pub = None
+        self._twins = self._ownership = None
         if self._views is not None:
             self._views.destroy()
             self._views = None
@@ -411,15 +426,32 @@ class WorkingMemoryNode(LifecycleNode):
                 frame.tick, evictions, frame.readmitted, now, frame.effective))
         if memory.diagnostics_due(effective):
             self._diagnostics.publish([self._lifecycle_status(),
-                                       *memory.statuses(frame, effective)], now)
+                                       *memory.statuses(frame, effective),
+                                       self._twin_status(), *self._owners_status()], now)
         period = None if config.trigger_topic else config.tick_period_s
         memory.health.tick_done(time.perf_counter() - started, period)
 
     def _writers(self) -> dict[bytes, str]:
         """Return {gid: node name} of the writers that answer a resync (the graph's now)."""
-        names = self._memory.resolved_names
-        return {bytes(info.endpoint_gid): f'{info.node_namespace.rstrip("/")}/{info.node_name}'
-                for info in self.get_publishers_info_by_topic(names[ANSWER_TOPIC])}
+        return {gid: name for name, gid in self._publishers_of(
+            self._memory.resolved_names[ANSWER_TOPIC])}
+
+    def _publishers_of(self, topic: str) -> list[tuple[str, bytes]]:
+        """Return (fully qualified node name, gid) of each publisher of `topic` in the graph."""
+        return [(f'{info.node_namespace.rstrip("/")}/{info.node_name}', bytes(info.endpoint_gid))
+                for info in self.get_publishers_info_by_topic(topic)]
+
+    def _owners_status(self) -> list[Status]:
+        """Return the `owners` status when owner_names names any, else nothing."""
+        ownership = self._ownership
+        return [ownership.status()] if ownership is not None and ownership.owners else []
+
+    def _twin_status(self) -> Status:
+        """Return the `twins` status; log a newly seen twin as an error."""
+        status, new = self._twins.status()
+        if new:
+            self.get_logger().error(status.message)
+        return status
 
     def _on_idle(self) -> None:
         """Publish the lifecycle status while the node does not tick (ticks publish their own).
@@ -433,13 +465,14 @@ class WorkingMemoryNode(LifecycleNode):
         why = self._diagnostics.stall(self._memory.config, self._now(),
                                       self.get_clock().ros_time_is_active)
         if why is not None:
-            self._diagnostics.publish([lifecycle_status('active', self._failure, why)],
-                                      self._now())
+            self._diagnostics.publish([lifecycle_status('active', self._failure, why),
+                                       self._twin_status()], self._now())
 
     def _publish_lifecycle(self) -> None:
         # A configured node not ticking says already which required keys no source writes.
         required = [] if self._memory is None else [self._memory.required_status(None)]
-        self._diagnostics.publish([self._lifecycle_status(), *required], self._now())
+        twins = [] if self._twins is None else [self._twin_status()]
+        self._diagnostics.publish([self._lifecycle_status(), *required, *twins], self._now())
 
     def _lifecycle_status(self) -> Status:
         if self._finalized:
@@ -485,9 +518,21 @@ class WorkingMemoryNode(LifecycleNode):
             for error in batch.errors:
                 self._reject('board', error)
             self._refuse('board', batch.refused, now)
-            memory.take_board(batch)
+            memory.take_board(self._owned(batch, info))
         except ValueError as error:
             self._reject('board', str(error))
+
+    def _owned(self, batch: conv.BoardBatch, info: dict) -> conv.BoardBatch:
+        """Return `batch` without the owned keys its writer may not write; log each once."""
+        batch, first = self._ownership.take(batch, conv.publication(info)[0])
+        self._log_refused('board', first)
+        return batch
+
+    def _log_refused(self, topic: str, first: list[tuple[str, str, str]]) -> None:
+        """Log each writer and owned key refused for the first time."""
+        for writer, key, owner in first:
+            self.get_logger().warning(f'{topic}: {writer} may not write {key!r} (owner {owner}: '
+                                      f'owners.{owner}.nodes); refused, counted on /diagnostics')
 
     def _on_log(self, msg: LogEvent, info: dict) -> None:
         memory, now = self._received('log', info)
@@ -512,6 +557,8 @@ class WorkingMemoryNode(LifecycleNode):
         for error in answer.errors:
             self._reject(ANSWER_TOPIC, error)
         self._refuse(ANSWER_TOPIC, answer.refused, now)
+        answer, first = self._ownership.take_answer(answer, conv.publication(info)[0])
+        self._log_refused(ANSWER_TOPIC, first)
         memory.take_answer(answer)
         if not memory.resync.heard(conv.publication(info)[0]):
             self.get_logger().warning(
@@ -598,6 +645,9 @@ class WorkingMemoryNode(LifecycleNode):
             # manifests explain past frames too.
             answer = explain(self._frame(query.tick), self._memory.manifests, query.cabin,
                              query.key, self._memory.log, self._memory.refusals)
+            refused = self._ownership.refusal_note(query.key)
+            if refused:   # the owned key's writes from others (Who may write what)
+                answer = answer._replace(detail=f'{answer.detail}; {refused}')
         except (LookupError, ValueError) as error:
             return conv.failed_response(response, str(error))
         return conv.explain_response(response, answer)

@@ -16,11 +16,12 @@ from rclpy.parameter import Parameter
 
 from working_memory.core.manifest import (Manifest, ManifestError, load_manifests,
                                           manifests_from_params)
-from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, PARAMS, ParamSpec, ParamType,
-                                       SPECS, cabin_param_specs, cabin_specs, check_known,
-                                       check_parameter, check_refused, check_value, coerce,
-                                       config_from_values, drop_cabin, drop_param_spec,
-                                       param_spec, retired)
+from working_memory.core.owners import Owners, owners_from_params
+from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, OWNERS_PREFIX, PARAMS,
+                                       ParamSpec, ParamType, SPECS, cabin_param_specs,
+                                       cabin_specs, check_known, check_parameter, check_refused,
+                                       check_value, coerce, config_from_values, drop_cabin,
+                                       drop_param_spec, owner_specs, param_spec, retired)
 from working_memory.ros.params_files import ParamsFileError, dropped, file_values
 
 
@@ -187,6 +188,8 @@ class NodeParameters:
         self.refused = declare_table(node, PARAMS)
         cabin_names = node.get_parameter('cabin_names').value
         self.refused.update(declare_table(node, cabin_specs(cabin_names)))
+        self.refused.update(declare_table(node, owner_specs(
+            node.get_parameter('owner_names').value)))
         self._files: dict[str, list[tuple[Any, str]]] = {}
         try:
             files = file_values(params_files, node.get_fully_qualified_name())
@@ -217,6 +220,14 @@ class NodeParameters:
         for warning in retired(overrides):
             self._node.get_logger().warning(warning)
         return config, manifests
+
+    def owners(self, config: NodeConfig) -> Owners:
+        """Return the owners of `owner_names`; OwnersError (a ValueError) names the fault."""
+        values = parameter_values(self._node, owner_specs(config.owner_names))
+        return owners_from_params(config.owner_names, {
+            name: (tuple(values[f'{OWNERS_PREFIX}{name}.keys']),
+                   tuple(values[f'{OWNERS_PREFIX}{name}.nodes']))
+            for name in config.owner_names})
 
     def check(self, parameters: list[Parameter],
               current: tuple[NodeConfig, dict[str, Manifest]] | None) -> SetParametersResult:

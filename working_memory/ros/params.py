@@ -129,6 +129,10 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('cabin_names', ParamType.STRING_ARRAY, [],
               'Cabins whose manifests come from cabins.<name>.<field> parameters, in order',
               read_only=True),
+    ParamSpec('owner_names', ParamType.STRING_ARRAY, [],
+              'Owners of board keys, each with owners.<name>.keys (globs) and '
+              'owners.<name>.nodes (fully qualified node names or /**/name) that alone may '
+              'write them; [] leaves every key open to every writer', read_only=True),
     ParamSpec('views', ParamType.BOOL, False,
               'Publish RViz2/Foxglove views (~/<cabin>/map_window, ~/route, ~/markers), each '
               'only while someone subscribes', read_only=True),
@@ -173,6 +177,23 @@ def cabin_specs(cabin_names: Any) -> tuple[ParamSpec, ...]:
     names = cabin_names if isinstance(cabin_names, (list, tuple)) else ()
     return tuple(spec for name in dict.fromkeys(names) if is_cabin_name(name)
                  for spec in cabin_param_specs(name))
+
+
+OWNERS_PREFIX = 'owners.'
+OWNER_FIELDS = {
+    'keys': 'Board keys and globs this owner holds: only its nodes may set or remove them',
+    'nodes': 'Nodes that may write the keys: fully qualified names, or /**/name for that '
+             'name in any namespace',
+}
+
+
+def owner_specs(owner_names: Any) -> tuple[ParamSpec, ...]:
+    """Return the `owners.<name>.keys` and `.nodes` rows of every valid, distinct owner name."""
+    names = owner_names if isinstance(owner_names, (list, tuple)) else ()
+    return tuple(ParamSpec(f'{OWNERS_PREFIX}{name}.{field}', ParamType.STRING_ARRAY, [],
+                           description, read_only=True)
+                 for name in dict.fromkeys(names) if is_cabin_name(name)
+                 for field, description in OWNER_FIELDS.items())
 
 
 def param_spec(name: str) -> ParamSpec | None:
@@ -275,6 +296,7 @@ class NodeConfig:
     manifests_file: str
     sources_file: str
     cabin_names: tuple[str, ...]
+    owner_names: tuple[str, ...]
     views: bool
     map_windows: str
 
