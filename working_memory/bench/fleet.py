@@ -80,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--bags', type=int, default=200, help='bags in the fleet (200)')
     parser.add_argument('--robots', type=int, default=4, help='robots (4)')
     parser.add_argument('--long', type=Path, default=None,
-                        help='a bag about 10 times longer than the source runs, for RSS')
+                        help='a bag about 10 times longer than --short, for the peak RSS')
+    parser.add_argument('--short', type=Path, default=None,
+                        help="the short bag of the RSS figure (default: the source's first)")
     parser.add_argument('--no-ray', action='store_true', help='leave Ray out')
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix='fleet_bench') as temp:
@@ -110,10 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_ray:
         print(f'Ray against the local pool (2 workers): {ray_s / two:.2f}x')
     if args.long is not None:
-        short = peak_rss_kib(originals[0])
-        long = peak_rss_kib(args.long)
-        print(f'peak RSS of a worker: {short / 1024:.0f} MiB ({originals[0].name}) against '
-              f'{long / 1024:.0f} MiB ({args.long.name}): {long / short:.2f}x')
+        short_bag = args.short or originals[0]
+        short, long = peak_rss_kib(short_bag), peak_rss_kib(args.long)
+        print(f'peak RSS of a worker: {short / 1024:.0f} MiB ({short_bag}) against '
+              f'{long / 1024:.0f} MiB ({args.long}): {long / short:.2f}x')
     return 0
 
 
