@@ -5,7 +5,6 @@ demo with it goes wrong, `suggest` on its bag writes a patch, and the demo with 
 robot's file and the patch delivers. Every step is the real command line.
 """
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +32,9 @@ def demo(out, *params):
 
 def suggest(bag, patch):
     """Run `wm-inspect suggest BAG --out PATCH`; return its stdout."""
-    done = subprocess.run([shutil.which('wm-inspect'), 'suggest', str(bag), '--out', str(patch)],
+    # `ros2 run working_memory wm-inspect` is this module; a workspace has no wm-inspect on PATH.
+    done = subprocess.run([sys.executable, '-m', 'working_memory.tools.inspect', 'suggest',
+                           str(bag), '--out', str(patch)],
                           capture_output=True, text=True, timeout=RUN_LIMIT_S)
     assert done.returncode in (0, 3), done.stderr
     return done.stdout

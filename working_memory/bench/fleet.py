@@ -92,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f'fleet: {len(bags)} bags over {args.robots} robots, hard-linked copies of '
               f'{len(originals)} recorded runs of {args.source}', flush=True)
         floor = read_all(bags)
+        print(f'read every message: {floor / len(bags):.3f} s per bag', flush=True)
         one, result = analyse(folder, fleet.LOCAL, 1)
+        print(f'1 worker: {one / len(bags):.3f} s per bag', flush=True)
         two, _ = analyse(folder, fleet.LOCAL, 2)
+        print(f'2 workers: {two / len(bags):.3f} s per bag', flush=True)
         rows = [('read every message (rosbags), per bag', floor / len(bags), 1.0),
                 ('fleet analysis, 1 worker, per bag', one / len(bags), one / floor),
                 ('fleet analysis, 2 workers, per bag', two / len(bags), two / floor)]
