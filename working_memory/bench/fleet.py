@@ -29,7 +29,7 @@ RSS_SCRIPT = """
 import resource, sys
 from working_memory.tools import fleet
 result = fleet.examine(sys.argv[1])
-fleet.check(sys.argv[1], list(result.changes))
+fleet.check(result, list(result.changes))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
