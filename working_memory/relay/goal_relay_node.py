@@ -19,13 +19,12 @@ from typing import Any
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
-from rclpy.utilities import remove_ros_args
 
 from working_memory.client import BoardWriter
 from working_memory.ros.share import share_path
 from working_memory.ros.source_map import Sources, load_sources, select_sources
 from working_memory.ros.sources import describe, message_type, source_qos
-from working_memory.ros.spin import run_node
+from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.usage import parse_node_options
 
 # [s] between two log lines of rejected messages
@@ -100,7 +99,7 @@ USAGE = (
 def main(args: list[str] | None = None) -> int:
     """Run the relay until SIGINT/SIGTERM; `-h` prints its usage."""
     parse_node_options('goal_relay_node', USAGE, 'goal_relay', [name for name, _, _ in PARAMS],
-                       remove_ros_args(sys.argv if args is None else args))
+                       own_arguments(sys.argv if args is None else args))
     return run_node(GoalRelayNode, args, construction_errors=(ValueError, ParameterException))
 
 
