@@ -7,7 +7,6 @@ import math
 import re
 import signal
 import sys
-import threading
 import time
 from typing import Any, Callable
 
@@ -57,12 +56,12 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     except RuntimeError as error:   # rcl's RCLError
         print(f'cannot start: {rcl_reason(error)}', file=sys.stderr)
         return 2
-    stop = threading.Event()
+    stop = StopFlag()
 
     def on_stop(*_: Any) -> None:
-        if not stop.is_set():
+        if not stop.raised:
+            stop.raised = True
             faulthandler.dump_traceback_later(STOP_DUMP_S)
-        stop.set()
     for signum in STOP_SIGNALS:
         signal.signal(signum, on_stop)
     try:
@@ -73,6 +72,17 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
         # it shuts down (Python restores the default handlers then, but not SIG_IGN).
         for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
+
+
+class StopFlag:
+    """Raised by the first SIGINT/SIGTERM; read by the spin loop in the same (main) thread.
+
+    A plain attribute and no lock: a signal handler can interrupt another one, and a lock
+    the first holds (threading.Event.set takes one) would block every later handler
+    nested inside it until the interpreter's stack runs out.
+    """
+
+    raised = False
 
 
 def own_arguments(argv: list[str]) -> list[str]:
@@ -92,9 +102,9 @@ def rcl_reason(error: Exception) -> str:
 
 def _spin(make_node: Callable[[], Node], start: Callable[[Node], bool] | None,
           make_executor: Callable[[], Executor],
-          construction_errors: tuple[type[Exception], ...], stop: threading.Event,
+          construction_errors: tuple[type[Exception], ...], stop: StopFlag,
           finished: Callable[[Node], bool] | None = None) -> int:
-    """Make, start and spin the node until `stop` is set or it is finished; see run_node."""
+    """Make, start and spin the node until `stop` is raised or it is finished; see run_node."""
     try:
         node = make_node()
     except construction_errors as error:
@@ -107,7 +117,7 @@ def _spin(make_node: Callable[[], Node], start: Callable[[Node], bool] | None,
         if start is not None and not start(node):
             return 1
         until = math.inf
-        while not stop.is_set() and time.monotonic() < until:
+        while not stop.raised and time.monotonic() < until:
             executor.spin_once(timeout_sec=STOP_POLL_S)
             if until == math.inf and finished is not None and finished(node):
                 until = time.monotonic() + FINISH_LINGER_S
