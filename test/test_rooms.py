@@ -1,12 +1,14 @@
 """The package's rooms import one way, and every room's pure logic imports no ROS.
 
-core <- ros <- client <- decision / sim / tools / relay <- trees <- bench / demo: a module may
-import its own room and the rooms below it, never a room above or beside it. The product
-(core, ros, client) therefore imports none of the reference cabins, the simulator,
-the tools, the relays or the demo. A module is a ROS face when its name says so (node, qos,
-spin, ticking, conversions, parameters, client, views, window_topics, diagnostics_topic,
-*_node, the demo); every other module must not reach rclpy or a message package, directly
-or through the modules it imports.
+core <- engine <- ros <- client <- decision / sim / tools / relay <- trees <- bench / demo: a
+module may import its own room and the rooms below it, never a room above or beside it. The
+product (core, engine, ros, client) therefore imports none of the reference cabins, the
+simulator, the tools, the relays or the demo. A module is a ROS face when its name says so
+(node, qos, spin, ticking, intake, subscriptions, outputs, services, conversions, parameters,
+client, views, window_topics, diagnostics_topic, sources, *_node, the demo); every other
+module must not reach rclpy or a message package, directly or through the modules it imports.
+`ros/` holds the ROS faces and only the pure modules they need (codecs); the engine, which the
+node and the replay both drive, is built only in `engine/`.
 """
 
 import ast
@@ -21,10 +23,11 @@ import working_memory.core
 
 PACKAGE_DIR = pathlib.Path(working_memory.core.__file__).resolve().parents[1]
 SOURCE_DIR = pathlib.Path(__file__).resolve().parents[1] / 'working_memory'
-LEVELS = {'core': 0, 'ros': 1, 'client': 2, 'decision': 3, 'sim': 3, 'tools': 3, 'relay': 3,
-          'trees': 4, 'bench': 5, 'demo': 5}
-ROS_FACES = {'node', 'qos', 'spin', 'ticking', 'conversions', 'parameters', 'client', 'views',
-             'window_topics', 'diagnostics_topic', 'sources'}
+LEVELS = {'core': 0, 'engine': 1, 'ros': 2, 'client': 3, 'decision': 4, 'sim': 4, 'tools': 4,
+          'relay': 4, 'trees': 5, 'bench': 6, 'demo': 6}
+ROS_FACES = {'node', 'qos', 'spin', 'ticking', 'intake', 'subscriptions', 'outputs', 'services',
+             'conversions', 'parameters', 'client', 'views', 'window_topics', 'diagnostics_topic',
+             'sources'}
 ROS_MODULES = ('rclpy', 'rosidl_parser', 'rosidl_runtime_py', 'rcl_interfaces',
                'builtin_interfaces', 'std_msgs', 'nav_msgs', 'geometry_msgs', 'diagnostic_msgs',
                'lifecycle_msgs', 'rosgraph_msgs', 'visualization_msgs', 'launch',
@@ -114,7 +117,7 @@ def test_the_direction_check_reports_an_upward_and_a_sideways_import():
 
 
 def test_the_product_imports_none_of_the_examples():
-    product = [name for name in MODULES if _room(name) in ('core', 'ros', 'client')]
+    product = [name for name in MODULES if _room(name) in ('core', 'engine', 'ros', 'client')]
     examples = ('decision', 'sim', 'tools', 'relay', 'bench', 'trees', 'demo')
     offenders = sorted(f'{name} reaches {imported}' for name in product
                        for imported in _reach(name) if _room(imported) in examples)
@@ -125,6 +128,48 @@ def test_the_product_imports_none_of_the_examples():
 def test_pure_module_reaches_no_ros(module):
     ros = sorted(imported for imported in _reach(module) if imported.startswith(ROS_MODULES))
     assert not ros, f'{module} is pure logic but reaches {ros}'
+
+
+def test_ros_holds_only_ros_faces_and_what_they_use():
+    # A pure module in ros/ that no ROS face imports is engine or tool logic in the wrong room.
+    faces = [name for name in MODULES if _is_ros_face(name)]
+    offenders = sorted(name for name in MODULES
+                       if _room(name) == 'ros' and not _is_ros_face(name)
+                       and name != 'working_memory.ros'
+                       and not any(name in MODULES[face] for face in faces))
+    assert not offenders, offenders
+
+
+# What holds the memory's state: built by the engine (engine/engine.py), nowhere else, so the
+# node and the replay cannot drift apart in what an input or a tick does.
+ENGINE_PARTS = {'Assembler', 'BoardSnapshot', 'EventLog', 'WorkingSet', 'Health'}
+
+
+def _engine_parts_built_outside(modules: dict[str, pathlib.Path]) -> list[str]:
+    offenders = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ENGINE_PARTS):
+                offenders.append(f'{name}:{node.lineno} builds {node.func.id}')
+    return sorted(offenders)
+
+
+def test_only_the_engine_builds_the_memory():
+    outside = {_module_name(path): path for path in PACKAGE_DIR.rglob('*.py')
+               if '__pycache__' not in path.parts
+               and _room(_module_name(path)) not in ('core', 'engine', 'bench')}
+    assert not _engine_parts_built_outside(outside), '\n'.join(
+        _engine_parts_built_outside(outside))
+
+
+def test_the_engine_check_finds_a_replay_that_builds_its_own_board(tmp_path):
+    path = tmp_path / 'replay.py'
+    path.write_text('from working_memory.core.board import BoardSnapshot\n'
+                    'board = BoardSnapshot(None)\n')
+    assert _engine_parts_built_outside({'working_memory.tools.replay': path}) == [
+        'working_memory.tools.replay:2 builds BoardSnapshot']
 
 
 def test_ros_faces_are_told_apart_from_pure_logic():

@@ -32,13 +32,13 @@ from rclpy.qos import QoSProfile
 from working_memory.core.items import BoardEntry, Event, EventKind
 from working_memory.core.pack_view import PackView
 from working_memory.core.windows import Joined, WINDOWS_KEPT, WindowJoin
+from working_memory.engine.inputs import MAX_VALUE_BYTES
 from working_memory.msg import (BoardUpdate, ContextFrame, LogEvent, MapWindow, Resync,
                                 ResyncAnswer)
-from working_memory.ros.conversions import (board_update_msg, cabin_pack_from_frame,
-                                            frame_cabins, json_text, log_event_msg,
-                                            map_window_from_msg, pack_view_from_msg,
-                                            resync_answer_msg, seconds_from_time)
-from working_memory.ros.inputs import MAX_VALUE_BYTES
+from working_memory.ros.conversions import (board_update_msg, cabin_pack_from_frame, frame_cabins,
+                                            json_text, log_event_msg, map_window_from_msg,
+                                            pack_view_from_msg, resync_answer_msg,
+                                            seconds_from_time)
 from working_memory.ros.qos import frame_qos, input_qos, latched_qos
 from working_memory.srv import Assemble, Explain
 

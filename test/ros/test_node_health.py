@@ -5,12 +5,12 @@ import math
 import pytest
 
 from working_memory.core.items import Missing, MissingReason, MissingSummary
-from working_memory.ros.diagnostics import (BoardGrowth, CapacityUse, Health, Level,
-                                            idle_period_s, lifecycle_status, stall)
-from working_memory.ros.params import (PARAMS, ParamType, SPECS, cabin_param_specs, cabin_specs,
-                                       check_known, check_parameter, check_refused,
-                                       coerce, config_from_values, default_values, drop_cabin,
-                                       param_spec)
+from working_memory.engine.config import (PARAMS, ParamType, SPECS, cabin_param_specs, cabin_specs,
+                                          check_known, check_parameter, check_refused, coerce,
+                                          config_from_values, default_values, drop_cabin,
+                                          param_spec)
+from working_memory.engine.health import (BoardGrowth, CapacityUse, Health, Level, idle_period_s,
+                                          lifecycle_status, stall)
 
 USE = CapacityUse(items=3, capacity=10, size_bytes=40, size_budget=None, alarm=False)
 
@@ -176,7 +176,7 @@ def test_rejections_warn_once_and_stay_counted():
 def test_sequence_gaps_and_middleware_losses_both_warn_without_adding_up():
     health = Health({'board': None}, started=0.0)
     for sequence in (1, 2, 6):   # 3, 4 and 5 never arrived
-        health.received('board', 1.0, b'writer', sequence)
+        health.receipts.took('board', b'writer', sequence)
     values = dict(statuses(health, 2.0)['inputs'].values)
     assert (values['board.lost_gaps'], values['board.lost_reported'], values['board.lost']) == (
         '3', '0', '3')

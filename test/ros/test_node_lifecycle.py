@@ -156,7 +156,7 @@ def test_manifests_file_cabins_get_a_runtime_drop_parameter(start_memory, tmp_pa
 def test_ros2_node_info_shows_the_inputs_on_the_nodes_named_helper(start_memory, namespace,
                                                                    spin_until):
     # What `ros2 node info` and rqt_graph show: board, log, the resync answers, map and pose
-    # on the node's helper `<name>_inputs` (ros/ticking.py Intake), and no other node.
+    # on the node's helper `<name>_inputs` (ros/intake.py Intake), and no other node.
     node, probe = start_memory({'pose_source': 'odometry'})
     expected = {
         'working_memory_inputs': {f'{namespace}/board': ['working_memory/msg/BoardUpdate'],

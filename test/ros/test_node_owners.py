@@ -95,8 +95,8 @@ def test_without_owners_no_owners_status_is_published(start_memory):
 def test_a_writer_the_graph_does_not_show_yet_is_refused_owned_keys_until_it_does():
     from working_memory.core.items import BoardEntry as Entry
     from working_memory.core.owners import owners_from_params
-    from working_memory.ros.inputs import BoardBatch
-    from working_memory.ros.ownership import GRAPH_PERIOD_S, UNKNOWN_WRITER, Ownership
+    from working_memory.engine.inputs import BoardBatch
+    from working_memory.engine.ownership import GRAPH_PERIOD_S, UNKNOWN_WRITER, Ownership
     graph, asked = [], []
 
     def publishers():

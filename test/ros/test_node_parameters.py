@@ -9,8 +9,8 @@ from rcl_interfaces.msg import ParameterType
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 
+from working_memory.engine.config import PARAMS, cabin_param_specs
 from working_memory.ros.parameters import parameter_type
-from working_memory.ros.params import PARAMS, cabin_param_specs
 
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
@@ -160,8 +160,8 @@ def test_an_integer_override_of_a_double_is_taken_as_a_double(start_memory):
 
 def test_configure_names_the_cabins_that_require_a_board_pose_the_pose_topic_cannot_give():
     from working_memory.core.manifest import Manifest
-    from working_memory.ros.memory import pose_requirers
-    from working_memory.ros.params import config_from_values, default_values
+    from working_memory.engine.engine import pose_requirers
+    from working_memory.engine.config import config_from_values, default_values
     manifests = {'planner': Manifest.from_dict('planner', {'board_keys': ['pose'],
                                                            'required': ['pose']}),
                  'monitor': Manifest.from_dict('monitor', {'board_keys': ['pose']})}

@@ -1,4 +1,4 @@
-"""Typed-topic sources (ros/source_map.py): validation and conversion of real message types.
+"""Typed-topic sources (engine/source_map.py): validation and conversion of real message types.
 
 No node here: the shipped mappings are fed real rclpy messages, their plain-dict form
 (rosidl_runtime_py.convert.message_to_ordereddict) and rosbags messages, which must all
@@ -21,14 +21,14 @@ from sensor_msgs.msg import BatteryState
 from working_memory.core.board import BoardSnapshot
 from working_memory.core.frozen import FrozenDict, deep_freeze
 from working_memory.core.items import EventKind, json_size, value_text
-from working_memory.ros.inputs import MAX_VALUE_BYTES
-from working_memory.ros.memory import build_memory
-from working_memory.ros.source_map import (SourceError, SourceMap, Sources, load_sources,
-                                           parse_sources, select_sources, sources_status)
+from working_memory.engine.engine import Arrival, build_engine
+from working_memory.engine.inputs import MAX_VALUE_BYTES
+from working_memory.engine.source_map import (SourceError, SourceMap, Sources, load_sources,
+                                              parse_sources, select_sources, sources_status)
 from working_memory.ros.sources import describe
 from working_memory.ros.typestore import installed_typestore, register_decodable
 from working_memory.sim.conversions import odometry_msg
-from working_memory.tools.replay import Settings, parameters_in_file
+from working_memory.tools.replay import Rejections, Settings, parameters_in_file
 
 SHIPPED = Path(__file__).resolve().parents[2] / 'config' / 'sources'
 NAV2 = SHIPPED / 'nav2.yaml'
@@ -270,22 +270,21 @@ def test_with_the_packaged_params_nav2_fills_the_planner_and_monitor_packs():
     node = '/working_memory'
     settings = Settings(parameters_in_file(SHIPPED.parents[0] / 'working_memory.yaml', node),
                         'config/working_memory.yaml', node)
-    memory = build_memory(settings.config, settings.manifests(), 1.0,
-                          load_sources(str(NAV2), describe))
+    rejections = Rejections()
+    engine = build_engine(settings.config, settings.manifests(), 1.0,
+                          load_sources(str(NAV2), describe), listener=rejections)
     goal = PoseStamped()
     goal.header.frame_id, goal.pose.position.x, goal.pose.orientation.w = 'map', 17.0, 1.0
-    memory.timebase.observe(10.0)   # received at 10 s, as the node observes each receipt
     for topic, msg in (('/goal_pose', goal), ('/amcl_pose', amcl_msg(stamp=9.5)),
                        ('/battery_state', BatteryState(percentage=0.5))):
-        conversion = memory.sources.convert(topic, msg, 10.0)
-        assert not conversion.errors
-        memory.take_source(conversion)
-    frame = memory.assembler.assemble(1, 10.0, memory.board, memory.log, memory.grid,
-                                      memory.pose)
+        # Received at 10 s, as the node observes each receipt.
+        engine.take_source(topic, Arrival(10.0, 10.0), msg)
+    assert not rejections.lines
+    frame = engine.tick(10.0).frame
     planner = {item.key for item in frame.packs['planner'].items}
     assert {'goal:current', 'pose'} <= planner
     assert 'battery' in {item.key for item in frame.packs['monitor'].items}
-    assert {'/goal_pose', '/amcl_pose', '/battery_state'} <= set(memory.health.received_counts())
+    assert {'/goal_pose', '/amcl_pose', '/battery_state'} <= set(engine.receipts.received)
 
 
 def test_the_bench_robots_messages_convert_whole_under_the_bench_sources(tmp_path):

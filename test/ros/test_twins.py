@@ -3,8 +3,8 @@
 import rclpy
 
 from working_memory.client import WorkingMemoryClient
-from working_memory.ros.diagnostics import Level
-from working_memory.ros.twins import TwinCheck, gid_text, twin_status
+from working_memory.engine.health import Level
+from working_memory.engine.twins import TwinCheck, gid_text, twin_status
 
 OK, ERROR = bytes([Level.OK]), bytes([Level.ERROR])   # as DiagnosticStatus.level holds them
 

@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rclpy.serialization import serialize_message
 
+from working_memory.engine.inputs import MAX_VALUE_BYTES, longest_unmeasured
 from working_memory.msg import BoardEntry, BoardUpdate
 from working_memory.ros import wire_in
 from working_memory.ros.conversions import (board_batch_from_bytes, board_batch_from_msg,
                                             board_update_from_bytes)
-from working_memory.ros.inputs import MAX_VALUE_BYTES, longest_unmeasured
 from working_memory.ros.wire_in import UnknownEncoding, board_batch, board_update
 
 # ROS strings are C strings: no NUL inside.

@@ -1,6 +1,6 @@
 """Replay across a restart on a synthetic run of two node starts.
 
-The node's own memory (ros/memory.py) is fed as its callbacks feed it, one start and then
+The node's own memory (engine/engine.py) is fed as its callbacks feed it, one start and then
 another; the "recorder" writes every message, with its publisher and number (RecordedIds),
 into the bag.
 
@@ -12,14 +12,16 @@ tell, and the replay says so.
 
 from __future__ import annotations
 
+from functools import partial
+
 from rclpy.serialization import serialize_message
 
 from working_memory.core.items import BoardEntry, Event, EventKind
 from working_memory.core.manifest import manifests_from_params
+from working_memory.engine.config import config_from_values, default_values
+from working_memory.engine.engine import Arrival, build_engine
 from working_memory.msg import RecordedIds
 from working_memory.ros import conversions as conv
-from working_memory.ros.memory import build_memory
-from working_memory.ros.params import config_from_values, default_values
 from working_memory.tools.bag import BagWriter, IDS_TOPIC_SUFFIX, IDS_TYPE, MessageIds
 from working_memory.tools.recording import load_run, message_ids
 from working_memory.tools.replay import Settings, agreement, format_agreement, replay
@@ -66,33 +68,29 @@ def write_run(path, *, ids: bool = True):
             return (topic, gid, number, msg, stamp) if memory is None else take(
                 memory, (topic, gid, number, msg, stamp))
 
-        def take(memory, published):
+        def take(engine, published):
             topic, gid, number, msg, stamp = published
-            memory.health.received(topic.lstrip('/'), stamp, gid, number)
+            arrival = Arrival(stamp, stamp, gid, number)
             if topic == '/board':
-                memory.take_board(conv.board_batch_from_bytes(serialize_message(msg), stamp))
+                engine.take_board(arrival, partial(conv.board_batch_from_bytes,
+                                                   serialize_message(msg)))
             else:
-                memory.take_answer(conv.answer_from_msg(msg, stamp))
+                engine.take_answer(arrival, partial(conv.answer_from_msg, msg))
 
-        def tick(memory, start_id, tick_number, now):
-            memory.apply_answers()
-            memory.tick = tick_number
-            frame = memory.assembler.assemble(tick_number, now, memory.board, memory.log,
-                                              memory.grid, memory.pose)
-            starts = memory.input_starts()
-            msg = conv.context_frame_msg(frame, 'map', memory.receipts(), True,
-                                         memory.resync.started, False, start_id, starts,
-                                         memory.taken_order(starts))
+        def tick(engine, start_id, tick_number, now):
+            receipt = engine.tick(now, tick_number)
+            msg = conv.context_frame_msg(receipt.frame, 'map', receipt.receipt.counts, True,
+                                         engine.resync.started, False, start_id,
+                                         receipt.receipt.starts, receipt.receipt.order)
             writer.write('/working_memory/frame', TYPES['/working_memory/frame'],
                          serialize_message(msg), round(now * 1e9) + 1_000_000)
 
-        def start(now):
-            memory = build_memory(config, manifests, now)
-            memory.resolved_names = {topic: f'/{topic}'
-                                     for topic in memory.health.received_counts()}
-            return memory
+        def start(now, start_id):
+            engine = build_engine(config, manifests, now, start_id=start_id)
+            engine.receipts.names.update({topic: f'/{topic}' for topic in engine.receipts.names})
+            return engine
 
-        first = start(0.0)
+        first = start(0.0, 's1')
         for gid, entry, event in ((GOALS, goal, constraint), (SAFETY, zone, failure)):
             publish('/resync/answer', gid, answer('s1', 'w', entry, event, 0.04), 0.04, first)
         for n in range(1, 4):
@@ -101,7 +99,7 @@ def write_run(path, *, ids: bool = True):
             tick(first, 's1', n, 0.1 * n)
         # The restart: the plain writer's update at 0.4 s comes before discovery matched it
         # with the new node, and the answers reach the node in the order opposite to the bag's.
-        second = start(0.35)
+        second = start(0.35, 's2')
         publish('/board', PLAIN, sensor('sensor:9', 9.0, 0.4), 0.4)
         answers = [publish('/resync/answer', gid, answer('s2', 'w', entry, event, 0.42), 0.42)
                    for gid, entry, event in ((GOALS, goal, constraint), (SAFETY, zone, failure))]

@@ -1,15 +1,14 @@
 """The node's board intake per message, in one process and without DDS traffic.
 
 Run with `tools/rosenv python -P -m working_memory.bench.intake_node [--profile]`.
-A real configured `WorkingMemoryNode` takes serialized BoardUpdates through its own
-intake (ros/ticking.py `Intake.take`'s loop, `_on_board`, `_received`, the conversion and
-the board apply); only the subscription's handle is replaced by one that hands out
-prepared bytes and message infos, as rclpy's `take_message` does; the board's changes
-are taken after every round, as a tick takes them. Each message holds
-one sensor entry over 30 keys, as `make bench-ros` sends. `--sleep` pauses between
-rounds of 10 messages, as the node sleeps between ticks (cold caches: on a shared
-2-core machine the same Python runs 2-3x slower then). Prints microseconds per message;
-nothing here asserts a time.
+A real configured `WorkingMemoryNode` takes serialized BoardUpdates through its own intake
+(ros/intake.py `Intake.take`'s loop, `Subscriptions._on_board`, the engine's `take_board`,
+the codec and the board apply); only the subscription's handle is replaced by one that hands
+out prepared bytes and message infos, as rclpy's `take_message` does; the board's changes
+are taken after every round, as a tick takes them. Each message holds one sensor entry over
+30 keys, as `make bench-ros` sends. `--sleep` pauses between rounds of 10 messages, as the
+node sleeps between ticks (cold caches: on a shared 2-core machine the same Python runs 2-3x
+slower then). Prints microseconds per message; nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -75,14 +74,14 @@ def run(node: WorkingMemoryNode, taken: list[tuple[bytes, dict]], round_size: in
         sleep_s: float) -> tuple[float, float]:
     """Return the mean wall and CPU time [us] per message of taking `taken` in rounds."""
     handle = _Handle(taken)
-    node._intake._taken = [(_Subscription(handle), node._on_board)]
+    node._inputs.intake._taken = [(_Subscription(handle), node._inputs._on_board)]
     # What each tick asks the board for (untimed): the apply keeps that index and its changes.
-    board, interest = node._memory.board, node._memory.assembler._interest
+    board, interest = node._engine.board, node._engine.assembler._interest
     busy = cpu = 0.0
     for start in range(0, len(taken), round_size):
         handle.stop = start + round_size
         begin, begin_cpu = time.perf_counter(), time.thread_time()
-        node._intake.take(1.0)
+        node._inputs.intake.take(1.0)
         busy += time.perf_counter() - begin
         cpu += time.thread_time() - begin_cpu
         board.changes(interest)
@@ -116,11 +115,12 @@ def main(argv: list[str] | None = None) -> int:
             pstats.Stats(profiler).sort_stats('tottime').print_stats(25)
         wall, cpu = zip(*(run(node, taken, args.round, args.sleep)
                           for _ in range(args.repeats)))
-        lost = node._memory.health._inputs['board']
+        engine = node._engine
         print(f'intake: {statistics.median(wall):.1f} us per message (min {min(wall):.1f}; '
               f'CPU {statistics.median(cpu):.1f}, min {min(cpu):.1f}; round {args.round}, '
-              f'sleep {args.sleep * 1e3:g} ms; received {lost.received}, '
-              f'rejected {lost.rejected}, board {len(node._memory.board)} keys)')
+              f'sleep {args.sleep * 1e3:g} ms; received {engine.receipts.received["board"]}, '
+              f'rejected {engine.health._inputs["board"].rejected}, board {len(engine.board)} '
+              'keys)')
         node.destroy_node()
     finally:
         context.try_shutdown()

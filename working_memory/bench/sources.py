@@ -24,8 +24,8 @@ from rosidl_runtime_py.convert import message_to_ordereddict
 from sensor_msgs.msg import BatteryState
 
 from working_memory.bench.ros_bench import DIAGNOSTIC_STATUSES, PLAN_POSES
+from working_memory.engine.source_map import SourceMap, load_sources
 from working_memory.ros.conversions import time_from_seconds
-from working_memory.ros.source_map import SourceMap, load_sources
 from working_memory.ros.sources import describe
 
 

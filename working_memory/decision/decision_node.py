@@ -17,10 +17,10 @@ from working_memory.client import EventLogger, WorkingMemoryClient
 from working_memory.core.items import EventKind
 from working_memory.core.pack_view import PackView
 from working_memory.decision.conversions import decision_status_msg
+from working_memory.engine.config import ParamSpec, ParamType
 from working_memory.msg import DecisionStatus
 from working_memory.ros import qos
 from working_memory.ros.parameters import declare_parameters
-from working_memory.ros.params import ParamSpec, ParamType
 from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.usage import parse_node_options
 

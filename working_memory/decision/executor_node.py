@@ -12,8 +12,8 @@ from working_memory.core.pack_view import PackView
 from working_memory.decision.conversions import twist_msg
 from working_memory.decision.decision_node import DecisionNode, run_decision_node
 from working_memory.decision.executor import Action, Executor, ExecutorConfig
+from working_memory.engine.config import ParamSpec, ParamType
 from working_memory.ros import qos
-from working_memory.ros.params import ParamSpec, ParamType
 
 ACTION_KEY = 'action:current'
 

@@ -9,9 +9,9 @@ from working_memory.core.pack_view import PackView
 from working_memory.decision.conversions import decision_status_from_msg
 from working_memory.decision.decision_node import DecisionNode, run_decision_node
 from working_memory.decision.monitor import TearingAlarm, TearingMonitor
+from working_memory.engine.config import ParamSpec, ParamType
 from working_memory.msg import DecisionStatus
 from working_memory.ros import qos
-from working_memory.ros.params import ParamSpec, ParamType
 
 TEARING_KEY = 'tearing'
 

@@ -10,7 +10,7 @@ from working_memory.core.pack_view import PackView
 from working_memory.decision.decision_node import DecisionNode, run_decision_node
 from working_memory.decision.planner import (ConstraintAlarm, NoRoute, Planner, PlannerConfig,
                                              Route, check_constraints)
-from working_memory.ros.params import ParamSpec, ParamType
+from working_memory.engine.config import ParamSpec, ParamType
 
 ALARM_KEY = 'constraint_validation'
 

@@ -94,7 +94,7 @@ def already_running(namespace: str, context=None,
 
     Watches the graph for `wait_s` [s] of wall time (discovery takes it), less once
     one is seen: a second node of the same name would interleave its frames with the
-    scenario's own (ros/twins.py).
+    scenario's own (engine/twins.py).
     """
     wanted = f'{namespace}/working_memory'
     node = Node('demo_graph_check', context=context, start_parameter_services=False)

@@ -5,7 +5,7 @@ writers that answer its resync (docs/NODE.md, "After a restart"). RViz2 publishe
 goal once and volatile, and `ros2 topic pub --once` exits, so a restarted node never
 hears that goal again. This node holds it outside the working memory: it takes the
 topics of the sources it relays (by default nav2.yaml's `goal` and `navigate`) with the
-node's own mappings (`ros/source_map.py`) and keeps their board entries and removals in a
+node's own mappings (`engine/source_map.py`) and keeps their board entries and removals in a
 `BoardWriter` that publishes nothing live (the node takes those topics itself) and
 answers each resync with what it holds: the goal until the newest navigation goal ends.
 """
@@ -21,8 +21,8 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
 from working_memory.client import BoardWriter
+from working_memory.engine.source_map import Sources, load_sources, select_sources
 from working_memory.ros.share import share_path
-from working_memory.ros.source_map import Sources, load_sources, select_sources
 from working_memory.ros.sources import describe, message_type, source_qos
 from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.usage import parse_node_options

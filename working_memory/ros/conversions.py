@@ -1,11 +1,12 @@
-"""Conversions between ROS messages and core types: the only module that touches message fields.
+"""The codecs of the working_memory messages: rclpy messages and bytes to core types and back.
 
-Sections: time, log, map, frames, services, diagnostics,
-board owners, frames in (the client's PackView): the working_memory messages and the
-inputs the node itself reads (their field reading lives in the pure `ros/inputs.py`, which the
-offline replay shares); the simulator and the reference cabins convert their own.
-Input conversions raise ValueError naming the message field at fault, so the node can
-log the rejection and count it; output conversions never fail on core types.
+Sections: time, log, map, frames, services, diagnostics, board owners, frames in (the
+client's PackView). The inputs' field reading lives in the pure `engine/inputs.py` (shared
+with the offline replay, which reads rosbags messages), the frame's and the board update's
+bytes in `ros/wire.py` and `ros/wire_in.py`; the sources are read by
+`engine/source_map.py`, and the simulator and the reference cabins convert their own.
+Input conversions raise ValueError naming the message field at fault, so the engine can
+count the rejection and the node log it; output conversions never fail on core types.
 """
 
 from __future__ import annotations
@@ -30,20 +31,19 @@ from working_memory.core.items import (BoardEntry, Event, EventKind, Item, Missi
 from working_memory.core.pack_view import PackView
 from working_memory.core.timebase import epoch_time
 from working_memory.core.windows import checked_window, window_digest
+from working_memory.engine import inputs
+from working_memory.engine.health import Status
+# The input conversions live in engine/inputs.py (pure, shared with the offline replay).
+from working_memory.engine.inputs import (BoardBatch, Oversize, TooLarge, answers,  # noqa: F401
+                                          board_batch_from_msg, board_entry_from_msg,
+                                          grid_from_msg, json_field, pose_from_msg,
+                                          pose_from_odometry, pose_from_pose_stamped,
+                                          seconds_from_duration, seconds_from_time)
 from working_memory.msg import BoardEntry as BoardEntryMsg
-from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction,
-                                EvictionBatch, InputCount, InputStart, LogEvent,
-                                MapWindow as MapWindowMsg, MissingItem, Resync,
-                                ResyncAnswer, WorkingItem)
+from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction, EvictionBatch,
+                                InputCount, InputStart, LogEvent, MapWindow as MapWindowMsg,
+                                MissingItem, Resync, ResyncAnswer, WorkingItem)
 from working_memory.msg import MissingSummary as MissingSummaryMsg
-from working_memory.ros import inputs
-from working_memory.ros.diagnostics import Status
-# The input conversions live in ros/inputs.py (pure, shared with the offline replay).
-from working_memory.ros.inputs import (BoardBatch, Oversize, TooLarge, answers,  # noqa: F401
-                                       board_batch_from_msg, board_entry_from_msg,
-                                       grid_from_msg, json_field, pose_from_msg,
-                                       pose_from_odometry, pose_from_pose_stamped,
-                                       seconds_from_duration, seconds_from_time)
 from working_memory.ros.wire import CANONICAL_JSON, FrameEncoder, nanoseconds
 from working_memory.ros.wire_in import UnknownEncoding, board_batch, board_update
 

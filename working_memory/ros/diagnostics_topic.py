@@ -1,7 +1,7 @@
 """The working-memory node's `/diagnostics`, in every lifecycle state.
 
 A plain publisher (a lifecycle one would be silent while inactive), statuses named
-`<fully qualified node name>: <status>` (ros/diagnostics.py makes them). A tick
+`<fully qualified node name>: <status>` (engine/health.py makes them). A tick
 publishes its own; between ticks a steady-clock timer (it runs without /clock too)
 calls the node back every idle period, and `stall` says why an active node that
 should tick has not.
@@ -16,10 +16,10 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
+from working_memory.engine.config import NodeConfig
+from working_memory.engine.health import Status, idle_period_s, stall
 from working_memory.ros import qos
 from working_memory.ros.conversions import diagnostic_array
-from working_memory.ros.diagnostics import Status, idle_period_s, stall
-from working_memory.ros.params import NodeConfig
 
 
 class DiagnosticsTopic:

@@ -1,6 +1,6 @@
 """The parameter table declared on a node: descriptors, rclpy types, overrides, set results.
 
-The rclpy side of `ros/params.py` (the pure table): every node of the package
+The rclpy side of `engine/config.py` (the pure table): every node of the package
 declares its parameters with these; `NodeParameters` is `working_memory_node`'s whole
 table, read at configure and checked on every runtime set.
 """
@@ -17,12 +17,12 @@ from rclpy.parameter import Parameter
 from working_memory.core.manifest import (Manifest, ManifestError, load_manifests,
                                           manifests_from_params)
 from working_memory.core.owners import Owners, owners_from_params
-from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, OWNERS_PREFIX, PARAMS,
-                                       ParamSpec, ParamType, SPECS, cabin_param_specs,
-                                       cabin_specs, check_known, check_parameter, check_refused,
-                                       check_value, coerce, config_from_values, drop_cabin,
-                                       drop_param_spec, owner_specs, param_spec, retired)
-from working_memory.ros.params_files import ParamsFileError, dropped, file_values
+from working_memory.engine.config import (CABINS_PREFIX, NodeConfig, OWNERS_PREFIX, PARAMS,
+                                          ParamSpec, ParamType, SPECS, cabin_param_specs,
+                                          cabin_specs, check_known, check_parameter, check_refused,
+                                          check_value, coerce, config_from_values, drop_cabin,
+                                          drop_param_spec, owner_specs, param_spec, retired)
+from working_memory.engine.params_files import ParamsFileError, dropped, file_values
 
 
 _PARAMETER_TYPES = {

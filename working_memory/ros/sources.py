@@ -1,8 +1,8 @@
 """Typed-topic sources' ROS face: message types by name, their subscriptions and QoS.
 
-The conversion is `ros/source_map.py` (pure, shared with the offline replay); this
+The conversion is `engine/source_map.py` (pure, shared with the offline replay); this
 module resolves the types with rosidl_runtime_py and subscribes the node's intake
-(ros/ticking.py `Intake`, as `board` and `log`) to each source's topic, whose messages
+(ros/intake.py `Intake`, as `board` and `log`) to each source's topic, whose messages
 rosbags deserializes (ros/typestore.py), as the replay does.
 """
 
@@ -17,8 +17,8 @@ from rclpy.lifecycle import LifecycleNode
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from working_memory.core.checks import did_you_mean
-from working_memory.ros.source_map import FieldType, SourceSpec, TypeInfo
-from working_memory.ros.ticking import Intake
+from working_memory.engine.source_map import FieldType, SourceSpec, TypeInfo
+from working_memory.ros.intake import Intake
 
 _SEQUENCE = re.compile(r'sequence<(.+?)(?:, ?\d+)?>')
 _ARRAY = re.compile(r'(.+)\[\d*\]')

@@ -3,7 +3,7 @@
 Pure Python (no rclpy, no message modules). The node takes `board` serialized and
 reads it here: rclpy's own deserialization builds a Python object per header,
 entry, stamp and duration, which costs about as much as everything the node does
-with the update afterwards. The result has the attributes `ros/inputs.py` reads
+with the update afterwards. The result has the attributes `engine/inputs.py` reads
 (duck typing), so the conversion and its checks are the same as for a message.
 
 The layout is CDR (XCDR1) as `ros/wire.py` describes it, little or big endian; any
@@ -24,8 +24,8 @@ from typing import NamedTuple
 
 from working_memory.core.frozen import deep_freeze
 from working_memory.core.items import BoardEntry
-from working_memory.ros.inputs import (BoardBatch, MAX_DEPTH, board_batch_from_msg,
-                                       longest_unmeasured, scan_frozen)
+from working_memory.engine.inputs import (BoardBatch, MAX_DEPTH, board_batch_from_msg,
+                                          longest_unmeasured, scan_frozen)
 
 try:
     from working_memory.ros import _board_cdr

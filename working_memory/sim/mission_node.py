@@ -14,8 +14,8 @@ import sys
 from rclpy.node import Node
 
 from working_memory.client import BoardWriter, EventLogger
+from working_memory.engine.config import ParamSpec, ParamType, check_value
 from working_memory.ros.parameters import declare_double_array, declare_parameters
-from working_memory.ros.params import ParamSpec, ParamType, check_value
 from working_memory.ros.qos import event_log_qos, stream_qos
 from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.usage import parse_node_options

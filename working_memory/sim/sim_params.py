@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from working_memory.ros.params import INT32_MAX, ParamSpec, ParamType, check_value
+from working_memory.engine.config import INT32_MAX, ParamSpec, ParamType, check_value
 
 SIM_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('seed', ParamType.INTEGER, 0,

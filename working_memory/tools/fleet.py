@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import yaml
 
-from working_memory.ros.params import CABINS_PREFIX, cabin_param_specs
+from working_memory.engine.config import CABINS_PREFIX, cabin_param_specs
 from working_memory.tools.bag import BagError
 from working_memory.tools.doctor import drift, pressure
 from working_memory.tools.recording import RecordingError, load_run

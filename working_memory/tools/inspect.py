@@ -31,7 +31,7 @@ import sys
 import yaml
 
 from working_memory.core.checks import did_you_mean
-from working_memory.ros.params import CABINS_PREFIX, SPECS, cabin_param_specs, param_spec
+from working_memory.engine.config import CABINS_PREFIX, SPECS, cabin_param_specs, param_spec
 from working_memory.tools import doctor, fleet, suggest
 from working_memory.tools.bag import BagError
 from working_memory.tools.recording import (FrameRecord, PackRecord, Recording, RecordingError,

@@ -10,7 +10,7 @@ the QoS each publisher actually offered. Beside the messages, on its hidden topi
 published each one: its publisher's gid and number from rclpy's message info, which
 a working-memory node's receipts name too (ContextFrame.input_starts), so a replay
 tells exactly which recorded messages a node took. The subscriptions are taken as the
-node takes its inputs (ros/ticking.py `Intake`, on the helper `<recorder>_inputs`):
+node takes its inputs (ros/intake.py `Intake`, on the helper `<recorder>_inputs`):
 that hands every message its info in any executor. The bag itself is written by
 `working_memory.tools.bag.BagWriter` (ROS-free, reusable in-process).
 """
@@ -33,11 +33,11 @@ from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, Q
                                 QosTime)
 
 from working_memory.msg import RecordedIds
+from working_memory.ros.intake import Intake
 from working_memory.ros.spin import own_arguments, run_node
-from working_memory.ros.ticking import Intake
 from working_memory.ros.usage import parse_node_options
-from working_memory.tools.bag import (BagError, BagWriter, IDS_TOPIC_SUFFIX, IDS_TYPE,
-                                      MessageIds, STORAGES, adapted_qos, receive_stamp)
+from working_memory.tools.bag import (BagError, BagWriter, IDS_TOPIC_SUFFIX, IDS_TYPE, MessageIds,
+                                      STORAGES, adapted_qos, receive_stamp)
 
 # Reader-side history: a recorder busy writing must not drop messages that already arrived.
 HISTORY_DEPTH = 1000

@@ -1,12 +1,12 @@
-"""Replay a recorded run offline through the core: the same inputs, the same ticks, the frames.
+"""Replay a recorded run offline through the node's engine: the same inputs, ticks, frames.
 
 The working-memory node stamps every frame with a receipt: per input topic, how
 many messages it had received when it froze the tick (`ContextFrame.inputs`).
-The replay applies exactly those recorded messages of each topic, in order,
-before each tick, at the recorded tick time, through the same input conversions
-(`ros/inputs.py`) and the same core (board mirror, event log, map, working set,
-assembler) the node used. An input that arrived between the recorder's copy and
-the tick is therefore no guess: the receipt says whether the tick saw it.
+The replay hands exactly those recorded messages of each topic, in order, to the
+doors of the same engine the node drives (engine/engine.py `Engine`), with the same
+input conversions (`engine/inputs.py`), and makes each tick at the recorded tick
+time; it holds no step of the node's own. An input that arrived between the recorder's
+copy and the tick is therefore no guess: the receipt says whether the tick saw it.
 
 Which recorded messages a node took is exact too: every frame names, per input topic
 and publisher, the first message the node start took (`ContextFrame.input_starts`,
@@ -42,22 +42,18 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 
-from working_memory.core.assembly import Assembler
-from working_memory.core.board import BoardSnapshot, BoardView
-from working_memory.core.eventlog import EventLog
-from working_memory.core.eviction import HalfLifeBlend, ImportanceLRU, WorkingSet
+from working_memory.core.eviction import WorkingSet
 from working_memory.core.frames import Frame
-from working_memory.core.gridmap import GridMap
 from working_memory.core.manifest import (Manifest, ManifestError, load_manifests,
                                           manifests_from_params)
-from working_memory.core.resync import Resync, mark_resyncing, resyncing_detail
-from working_memory.ros import inputs
-from working_memory.ros.params import (CABINS_PREFIX, NodeConfig, cabin_param_specs,
-                                       config_from_values, default_values, drop_param_spec)
-from working_memory.ros.params_files import (ParamsFileError, flatten, node_parameters,
-                                             read_document)
-from working_memory.ros.source_map import (FieldType, SourceError, SourceSpec, Sources,
-                                           TypeInfo, load_sources)
+from working_memory.engine import inputs
+from working_memory.engine.config import (CABINS_PREFIX, NodeConfig, cabin_param_specs,
+                                          config_from_values, default_values, drop_param_spec)
+from working_memory.engine.engine import Arrival, Engine, Listener, build_engine
+from working_memory.engine.params_files import (ParamsFileError, flatten, node_parameters,
+                                                read_document)
+from working_memory.engine.source_map import (FieldType, SourceError, SourceSpec, TypeInfo,
+                                              load_sources)
 from working_memory.tools.bag import full_typestore, share_dir
 from working_memory.tools.recording import FrameRecord, PackRecord, Run, describe_ticks
 
@@ -215,32 +211,28 @@ def node_of(run: Run) -> str:
 # -- replay ------------------------------------------------------------------
 
 
-@dataclass
-class Truth:
-    """What the node held at a tick: the board mirror, the event log, the map, the pose."""
+class Rejections(Listener):
+    """Keep what the engine rejected while replaying, as `topic: reason` lines."""
 
-    board: BoardSnapshot
-    log: EventLog
-    resync: Resync
-    grid: GridMap | None = None
-    pose: tuple[float, float] | None = None
-    rejected: list[str] = field(default_factory=list)
+    def __init__(self):
+        self.lines: list[str] = []
 
-    def view(self) -> BoardView:
-        """Return the board as it is now."""
-        return self.board.view()
+    def rejected(self, topic: str, reason: str) -> None:
+        """Keep a rejection."""
+        self.lines.append(f'{topic}: {reason}')
 
 
 @dataclass(frozen=True)
 class Step:
     """One replayed tick: the recorded frame, the replayed one, and the truth behind it.
 
-    `truth` and `working_set` are live: read them before asking for the next step.
+    `truth` (the engine: board mirror, event log, map, pose as the node held them) and
+    `working_set` are live: read them before asking for the next step.
     """
 
     recorded: FrameRecord
     frame: Frame
-    truth: Truth
+    truth: Engine
     working_set: WorkingSet
     manifests: Mapping[str, Manifest]
     notes: tuple[str, ...]
@@ -262,7 +254,6 @@ class Replay:
         self._kinds = inputs.event_kinds(run.event_kinds)
         # The node's typed-topic sources, by the resolved topic the bag names them.
         self._specs = replay_sources(self.config.sources_file, settings.node)
-        self._sources = Sources(self._specs.values(), self.config.max_value_bytes)
         pose_topic, self._pose_convert = inputs.POSE_TOPICS.get(self.config.pose_source,
                                                                 (None, None))
         self._pose_topic = None if pose_topic is None else '/' + pose_topic.lstrip('/')
@@ -307,20 +298,17 @@ class Replay:
                     notes.append(f'the node started again at {recorded.started:.3f} s (tick '
                                  f'{recorded.tick}): a new memory, re-read from the writers')
                 started = recorded.start_id
-                working_set, assembler, truth = self._empty_memory(recorded, applied, restart)
-            notes += self._apply_inputs(truth, recorded, applied)
-            notes += self._runtime_changes(later, recorded, assembler)
-            frame = assembler.assemble(recorded.tick, recorded.stamp_ns * 1e-9, truth.board,
-                                       truth.log, truth.grid, truth.pose)
+                engine = self._empty_memory(recorded, applied, restart)
+            notes += self._apply_inputs(engine, recorded, applied)
+            notes += self._runtime_changes(later, recorded, engine)
+            tick = engine.tick(recorded.stamp_ns * 1e-9, recorded.tick, recorded.resyncing)
             self._observe.ticked(recorded.stamp_ns * 1e-9)
-            if recorded.resyncing:
-                frame = mark_resyncing(frame, resyncing_detail(recorded.started,
-                                                               recorded.restart))
-            yield Step(recorded, frame, truth, working_set, assembler.manifests, tuple(notes))
+            yield Step(recorded, tick.frame, engine, engine.working_set, engine.manifests,
+                       tuple(notes))
 
     def _empty_memory(self, first: FrameRecord, applied: dict[str, int],
-                      restart: bool) -> tuple[WorkingSet, Assembler, Truth]:
-        """Return the core of the node start of `first`; choose the inputs its receipts count.
+                      restart: bool) -> Engine:
+        """Return the engine of the node start of `first`; choose the inputs its receipts count.
 
         A node start counts its receipts from 0, from wherever its subscriptions began
         to take each publisher (discovery after a restart takes each at its own time):
@@ -331,22 +319,11 @@ class Replay:
         the answers to its own start only (`inputs.answers`: the node counts no
         other), exact.
         """
-        config = self.config
-        policy = (HalfLifeBlend(config.half_life_s) if config.eviction_policy == 'half_life'
-                  else ImportanceLRU())
-        working_set = WorkingSet(config.capacity, config.size_budget, config.exempt_prefixes,
-                                 policy)
-        assembler = Assembler(self.manifests, working_set, pose_key=(
-            config.pose_key if config.pose_source == 'board' else None))
-        # One timeline, as in the node: the board mirror and the event log place each
-        # source stamp on the working set's timebase when it arrives.
-        timebase = working_set.timebase
-        truth = Truth(BoardSnapshot(timebase), EventLog(config.event_log_limit, timebase),
-                      resync=Resync(first.started, self.config.resync_timeout_s,
-                                    first.start_id))
-        self._observe = _Observer(timebase)
-        # Transitions and rates start over with the memory, as in the node.
-        self._sources = Sources(self._specs.values(), self.config.max_value_bytes)
+        engine = build_engine(self.config, self.manifests, first.started, self._specs.values(),
+                              first.restart, start_id=first.start_id, steady=0.0,
+                              listener=Rejections())
+        # The node observed its clock at each receipt, from its start on.
+        self._observe = _Observer(first.started)
         exact = self._exact_topics(first.start_id)
         self._inputs = dict(self.run.inputs)
         self._publishers = {}
@@ -373,7 +350,7 @@ class Replay:
                 before = bisect.bisect_right(stamps, first.started * 1e9)
                 latched = self.run.input_types[topic] in LATCHED_INPUTS
                 applied[topic] = max(0, before - 1) if latched else before
-        return working_set, assembler, truth
+        return engine
 
     def _exact_topics(self, start_id: str) -> set[str]:
         """Return the input topics whose messages this node start took the bag can tell.
@@ -408,7 +385,7 @@ class Replay:
                            key=lambda item: (order[item[1]], item[2]))
         return [(stamp_msg, publisher) for stamp_msg, publisher, _ in taken]
 
-    def _apply_inputs(self, truth: Truth, recorded: FrameRecord,
+    def _apply_inputs(self, engine: Engine, recorded: FrameRecord,
                       applied: dict[str, int]) -> Iterator[str]:
         """Apply what the tick's receipt says the node had received; yield notes on gaps.
 
@@ -447,9 +424,10 @@ class Replay:
         pending, unordered = self._as_taken(pending, recorded)
         if unordered:
             yield unordered
-        for stamp_ns, topic, msg, _ in pending:
-            self._observe.receipt(msg, recorded.stamp_ns * 1e-9)
-            self._apply(truth, topic, msg, stamp_ns * 1e-9)
+        for stamp_ns, topic, msg, publisher in pending:
+            arrival = Arrival(stamp_ns * 1e-9, self._observe.receipt(msg, recorded.stamp_ns * 1e-9),
+                              publisher or b'')
+            self._apply(engine, topic, msg, arrival)
             self._note_stamps(topic, msg)
         for topic, received in recorded.inputs.items():
             if received and topic not in self.run.inputs:
@@ -470,7 +448,7 @@ class Replay:
         write one key, the log numbers events as they come) are interleaved as the
         frame's runs say; each publisher's own messages keep their order. The writers'
         answers go last, in the order taken: the node applies them after the tick's live
-        inputs (ros/memory.py apply_answers). Where the runs do not say it (a bag without
+        inputs (engine/engine.py apply_answers). Where the runs do not say it (a bag without
         message ids, a frame of a node that reports no order, or one that lost it), the
         bag's receive order stands in, and the note says so.
         """
@@ -540,40 +518,29 @@ class Replay:
         if self._unstamped_events:
             yield f'log: {self._unstamped_events} event(s) without a stamp: {why}'
 
-    def _apply(self, truth: Truth, topic: str, msg, received: float) -> None:
-        """Apply one input message as the node's callback does (bad input is rejected)."""
+    def _apply(self, engine: Engine, topic: str, msg, arrival: Arrival) -> None:
+        """Hand one input message to the engine's door the node's callback hands it to."""
         msgtype = self.run.input_types[topic]
-        limit = self.config.max_value_bytes
-        try:
-            if topic in self._specs:
-                conversion = self._sources.convert(self._specs[topic].topic, msg, received)
-                truth.rejected += [f'{topic}: {reason}' for reason in inputs.rejections(
-                    conversion.errors, conversion.refused)]
-                if conversion.entries or conversion.removed_keys:
-                    truth.board.apply(conversion.entries, conversion.removed_keys)
-                for event in conversion.events:
-                    truth.log.append(event)
-            elif msgtype.endswith('/BoardUpdate'):
-                batch = inputs.board_batch_from_msg(msg, received, limit=limit)
-                truth.rejected += inputs.rejections(batch.errors, batch.refused)
-                truth.board.apply(batch.entries, batch.removed_keys)
-                truth.resync.removed(batch.removed_keys, batch.stamp)
-            elif msgtype.endswith('/ResyncAnswer'):
-                answer = inputs.answer_from_msg(msg, received, self._kinds, limit)
-                truth.rejected += inputs.rejections(answer.errors, answer.refused)
-                truth.board.apply(truth.resync.standing(answer.entries, truth.board))
-                truth.log.take_answered(answer.events)
-            elif msgtype.endswith('/LogEvent'):
-                truth.log.append(inputs.event_from_msg(msg, received, self._kinds, limit))
-            elif msgtype.endswith('/OccupancyGrid'):
-                truth.grid = inputs.grid_from_msg(msg, self.config.map_frame)
-            elif topic == self._pose_topic:
-                truth.pose = self._pose_convert(msg, self.config.map_frame)
-        except ValueError as error:
-            truth.rejected.append(f'{topic}: {error}')
+        if topic in self._specs:
+            engine.take_source(self._specs[topic].topic, arrival, msg)
+        elif msgtype.endswith('/BoardUpdate'):
+            engine.take_board(arrival, lambda now, limit: inputs.board_batch_from_msg(
+                msg, now, True, limit))
+        elif msgtype.endswith('/ResyncAnswer'):
+            engine.take_answer(arrival, lambda now, limit: inputs.answer_from_msg(
+                msg, now, self._kinds, limit))
+        elif msgtype.endswith('/LogEvent'):
+            engine.take_event(arrival, lambda now, limit: inputs.event_from_msg(
+                msg, now, self._kinds, limit))
+        elif msgtype.endswith('/OccupancyGrid'):
+            engine.take_map(arrival, lambda map_frame: inputs.grid_from_msg(msg, map_frame))
+        elif topic == self._pose_topic:
+            engine.take_pose(arrival, lambda map_frame: self._pose_convert(msg, map_frame))
+        elif msgtype in INERT_INPUTS and engine.config.trigger_topic:
+            engine.take_trigger(arrival)
 
     def _runtime_changes(self, changes: list, recorded: FrameRecord,
-                         assembler: Assembler) -> list[str]:
+                         engine: Engine) -> list[str]:
         """Apply parameter changes the node made at runtime before this tick (node clock)."""
         notes = []
         while changes and (changes[0].stamp_ns <= first_tick_ns(self.run)
@@ -583,9 +550,7 @@ class Replay:
                 continue  # part of the configuration the replay started from
             settings = self.settings.with_values(
                 {k: v for k, v in change.values.items() if v is not None}, 'runtime change')
-            assembler.set_limits(settings.config.capacity, settings.config.size_budget,
-                                 tick=recorded.tick)
-            assembler.set_manifests(settings.manifests())
+            engine.reconfigure(settings.config, settings.manifests(), tick=recorded.tick)
             self.settings = settings
             notes.append('parameters set at runtime: ' + ', '.join(
                 f'{k}={v!r}' for k, v in change.values.items()))
@@ -638,31 +603,33 @@ def _field_type(node) -> FieldType:
 
 
 class _Observer:
-    """Observe each input's arrival on the timebase, as the node does on receipt.
+    """Say what time the node observed on its timeline at each input's receipt.
 
     The node observes its clock when a message arrives; the bag holds the recorder's
     receive time, which may run on another clock, so the replay observes the message's
     own header stamp instead (the sender's time on the same sim or ROS clock), never
     past the tick that took it and never backwards (a late message is no clock reset):
-    not before the latest receipt nor the tick before it, which the node observed too.
+    not before the node's start, the latest receipt nor the tick before it, which the
+    node observed too.
     """
 
-    def __init__(self, timebase):
-        self._timebase = timebase
-        self._latest: float | None = None
+    def __init__(self, started: float):
+        self._latest = started
 
-    def receipt(self, msg, tick_s: float) -> None:
+    def receipt(self, msg, tick_s: float) -> float | None:
+        """Return the time [s] to observe at the receipt of `msg` before tick `tick_s` (None)."""
         header = getattr(msg, 'header', None)
         if header is None:
-            return
+            return None
         stamp = min(inputs.seconds_from_time(header.stamp), tick_s)
-        if stamp > 0.0 and (self._latest is None or stamp > self._latest):
+        if stamp > 0.0 and stamp > self._latest:
             self._latest = stamp
-            self._timebase.observe(stamp)
+            return stamp
+        return None
 
     def ticked(self, tick_s: float) -> None:
         """Note a tick at ROS time `tick_s` [s]: a later receipt stamped before it is late."""
-        if self._latest is None or tick_s > self._latest:
+        if tick_s > self._latest:
             self._latest = tick_s
 
 

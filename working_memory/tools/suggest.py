@@ -34,7 +34,7 @@ from working_memory.core.explain import NOT_IN_MANIFEST, PRESENT, explain
 from working_memory.core.gridmap import as_point
 from working_memory.core.items import Event, EventKind, MissingReason
 from working_memory.core.manifest import (BOARD_PREFIX, EVENTS_PREFIX, MAP, Manifest, is_glob)
-from working_memory.ros import inputs
+from working_memory.engine import inputs
 from working_memory.tools.recording import DecisionRecord, Run
 from working_memory.tools.replay import Settings, Step, replay, tick_text
 
@@ -316,7 +316,7 @@ def robot_at(step: Step, pose_key: str) -> tuple[float, float] | None:
     """Return the robot's (x, y) [m] the node knew at the step (pose topic, else board)."""
     if step.truth.pose is not None:
         return step.truth.pose
-    entry = step.truth.view().get(pose_key)
+    entry = step.truth.board.view().get(pose_key)
     try:
         return None if entry is None else as_point(entry.value, pose_key)
     except ValueError:
@@ -344,7 +344,7 @@ def _absent_items(step: Step, decision: WrongDecision, pose_key: str):
     """Yield (key, event, value, tags, importance) true at the step but not in the pack."""
     pack = step.frame.packs[decision.cabin]
     now = step.frame.stamp
-    for key, entry in step.truth.view().entries.items():
+    for key, entry in step.truth.board.view().entries.items():
         if pack.item(key) is None and not entry.is_stale(now):
             yield key, None, entry.value, entry.tags, entry.importance
     served = {event.seq for event in pack.events}

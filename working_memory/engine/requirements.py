@@ -17,8 +17,8 @@ from typing import Iterable, Mapping
 
 from working_memory.core.items import Missing, MissingReason
 from working_memory.core.manifest import Manifest
-from working_memory.ros.diagnostics import Level, Status
-from working_memory.ros.source_map import SourceSpec
+from working_memory.engine.health import Level, Status
+from working_memory.engine.source_map import SourceSpec
 
 _PLACEHOLDER = re.compile(r'\{[^{}]*\}')
 # A note that says nobody wrote the key since the node started.

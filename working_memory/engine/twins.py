@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable
 
-from working_memory.ros.diagnostics import Level, Status
+from working_memory.engine.health import Level, Status
 
 # [s] steady clock: the graph is asked at most this often, whatever the tick rate.
 CHECK_PERIOD_S = 1.0

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from working_memory.core.items import Missing, MissingSummary
-from working_memory.ros.intake import SequenceGaps, TakeOrder
+from working_memory.engine.receipts import Receipts
 
 
 class Level(enum.IntEnum):
@@ -104,24 +104,13 @@ class InputHealth:
     """
 
     max_silence_s: float | None
-    received: int = 0
     last_received: float | None = None
     rejected: int = 0
     rejected_reported: int = 0
     last_rejection: str = ''
     lost_reported: int = 0   # the middleware's message-lost count
-    gaps: SequenceGaps = field(default_factory=SequenceGaps)
     incompatible_qos: int = 0
     incompatible_policy: str = ''
-
-    @property
-    def lost(self) -> int:
-        """Updates known lost: the larger of the middleware's count and the sequence gaps.
-
-        Both may count the same message (a sample the writer gave up on is a gap
-        too), so they are not added; each alone is a lower bound.
-        """
-        return max(self.lost_reported, self.gaps.missed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,43 +139,31 @@ class Health:
     """Counters of one configured node; `statuses()` summarises them."""
 
     def __init__(self, inputs: Mapping[str, float | None], started: float,
-                 rate_window_s: float = 10.0):
-        """Track `inputs` ({topic: max silence [s] or None}) from effective time `started` [s]."""
+                 rate_window_s: float = 10.0, receipts: Receipts | None = None):
+        """Track `inputs` ({topic: max silence [s] or None}) from effective time `started` [s].
+
+        `receipts` count what each input took (its own, when not given).
+        """
         self._inputs = {topic: InputHealth(silence) for topic, silence in inputs.items()}
+        self.receipts = Receipts(inputs) if receipts is None else receipts
         self._started = started
         self._rate_window_s = rate_window_s
         self._evictions: collections.deque[tuple[float, int]] = collections.deque()
         self._evictions_total = 0
         self._outputs_incompatible: dict[str, tuple[int, str]] = {}
         self.ticks = TickHealth()
-        # The order the inputs were taken in since the last frame (the frame's receipt).
-        self.order = TakeOrder()
 
-    def received(self, topic: str, now: float, publisher: bytes = b'',
-                 sequence: int | None = None) -> None:
-        """Count a message that arrived on `topic` at effective time `now` [s].
+    def received(self, topic: str, now: float) -> None:
+        """Note a message on `topic` at effective time `now` [s] (the receipts count it)."""
+        self._inputs[topic].last_received = now
 
-        `sequence` is the number `publisher` gave it (None when unknown): a jump
-        in one publisher's numbers counts the updates that never arrived. A message
-        with its `publisher` joins the order of what was taken.
+    def lost_of(self, topic: str) -> int:
+        """Return the updates known lost on `topic`: the middleware's count or the gaps, larger.
+
+        Both may count the same message (a sample the writer gave up on is a gap
+        too), so they are not added; each alone is a lower bound.
         """
-        state = self._inputs[topic]
-        state.received += 1
-        state.last_received = now
-        state.gaps.observe(publisher, sequence)
-        if publisher:
-            self.order.took(publisher)
-
-    def received_counts(self) -> dict[str, int]:
-        """Return {input topic: messages received so far}, rejected ones included."""
-        return {topic: state.received for topic, state in self._inputs.items()}
-
-    def input_starts(self) -> dict[str, dict[bytes, int]]:
-        """Return {input topic: {publisher: its first sequence number}}, in the order first heard.
-
-        The dicts are live (the node adds to them as publishers come): read, do not keep.
-        """
-        return {topic: state.gaps.first for topic, state in self._inputs.items()}
+        return max(self._inputs[topic].lost_reported, self.receipts.gaps[topic].missed)
 
     def rejected(self, topic: str, reason: str) -> None:
         """Count input on `topic` that could not be used, with the reason."""
@@ -271,20 +248,22 @@ class Health:
 
     def _inputs_status(self, now: float, stale_check: bool) -> Status:
         values, problems = [], []
+        receipts = self.receipts
         for topic, state in self._inputs.items():
             age = 'never' if state.last_received is None else f'{now - state.last_received:.3f}'
-            values += [(f'{topic}.received', str(state.received)),
+            lost = self.lost_of(topic)
+            values += [(f'{topic}.received', str(receipts.received[topic])),
                        (f'{topic}.age_s', age),
                        (f'{topic}.rejected', str(state.rejected)),
                        (f'{topic}.last_rejection', state.last_rejection),
-                       (f'{topic}.lost', str(state.lost)),
+                       (f'{topic}.lost', str(lost)),
                        (f'{topic}.lost_reported', str(state.lost_reported)),
-                       (f'{topic}.lost_gaps', str(state.gaps.missed))]
+                       (f'{topic}.lost_gaps', str(receipts.gaps[topic].missed))]
             if state.rejected > state.rejected_reported:
                 problems.append(f'{topic}: {state.rejected - state.rejected_reported} rejected')
                 state.rejected_reported = state.rejected
-            if state.lost:
-                problems.append(f'{topic}: {state.lost} lost')
+            if lost:
+                problems.append(f'{topic}: {lost} lost')
             silent_since = self._started if state.last_received is None else state.last_received
             if (stale_check and state.max_silence_s is not None
                     and now - silent_since > state.max_silence_s):

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from working_memory.core.checks import did_you_mean
 from working_memory.core.manifest import MANIFEST_FIELDS, ManifestField, is_cabin_name
-from working_memory.ros.inputs import MAX_VALUE_BYTES
+from working_memory.engine.inputs import MAX_VALUE_BYTES
 
 
 class ParamType(str, enum.Enum):

@@ -28,9 +28,9 @@ from working_memory.core.checks import did_you_mean
 from working_memory.core.frozen import deep_freeze
 from working_memory.core.items import BoardEntry, Event, EventKind, name_problem, shown_name
 from working_memory.core.refusals import event_refusal_key
-from working_memory.ros.diagnostics import Level, Status
-from working_memory.ros.inputs import (MAX_VALUE_BYTES, Oversize, TooLarge, check_size,
-                                       rejections, stamp_or)
+from working_memory.engine.health import Level, Status
+from working_memory.engine.inputs import (MAX_VALUE_BYTES, Oversize, TooLarge, check_size,
+                                          rejections, stamp_or)
 
 
 class SourceError(ValueError):

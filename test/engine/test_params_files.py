@@ -2,8 +2,8 @@
 
 import pytest
 
-from working_memory.ros.params_files import (ParamsFileError, dropped, file_values,
-                                             node_key_matches, parameter_args)
+from working_memory.engine.params_files import (ParamsFileError, dropped, file_values,
+                                                node_key_matches, parameter_args)
 
 
 @pytest.mark.parametrize('key, node, matches', [

@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from working_memory.ros.intake import SequenceGaps, TakeOrder
+from working_memory.engine.receipts import SequenceGaps, TakeOrder
 
 
 def test_a_jump_in_one_publishers_numbers_counts_the_updates_in_between():

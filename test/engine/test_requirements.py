@@ -1,16 +1,16 @@
-"""Required keys no source writes (ros/requirements.py): found at configure, named until written.
+"""Required keys no source writes (engine/requirements.py): found at configure, named until written.
 
-The pure rule on the shipped sources files, then through a running node's /diagnostics.
+The pure rule on the shipped sources files (test/ros/test_node_requirements.py: through a
+running node's /diagnostics).
 """
 
 from pathlib import Path
 
-from working_memory.core.items import BoardEntry, Missing, MissingReason
+from working_memory.core.items import Missing, MissingReason
 from working_memory.core.manifest import Manifest
-from working_memory.ros.conversions import board_update_msg
-from working_memory.ros.diagnostics import Level
-from working_memory.ros.requirements import may_write, required_status, source_keys, unsourced
-from working_memory.ros.source_map import load_sources
+from working_memory.engine.health import Level
+from working_memory.engine.requirements import may_write, required_status, source_keys, unsourced
+from working_memory.engine.source_map import load_sources
 from working_memory.ros.sources import describe
 
 SHIPPED = Path(__file__).resolve().parents[2] / 'config' / 'sources'
@@ -56,24 +56,3 @@ def test_the_status_names_each_unwritten_key_first_as_a_writers_then_as_none_has
     written = required_status(keys, {'executor': []}, False, 13.0)
     assert written.level is Level.OK and 'action:current' in written.message
     assert required_status({}, None, True, 0.0).level is Level.OK
-
-
-def test_the_node_names_at_configure_a_required_key_no_source_writes_until_a_writer_does(
-        start_memory, tmp_path):
-    node, probe = start_memory({'sources_file': str(SHIPPED / 'gazebo.yaml'),
-                                'resync_timeout_s': 0.5}, activate=False)
-    configured = probe.status('required', lambda s: s.level == bytes([Level.WARN]))
-    assert configured.message == ('planner: goal:*; executor: action:current: no source '
-                                  'writes it; a writer on board must')
-    node.trigger_activate()
-    probe.status('required', lambda s: 'no writer has' in s.message)
-    now = node.get_clock().now().nanoseconds * 1e-9
-    probe.wait_matched(probe.board)
-    probe.board.publish(board_update_msg([BoardEntry('action:current', {'name': 'go'}, now)],
-                                         now))
-    left = probe.status('required', lambda s: s.message.startswith('planner: goal:*: no '))
-    assert 'action:current' not in left.message
-    probe.board.publish(board_update_msg([BoardEntry('goal:x', {'x': 1.0}, now)], now))
-    done = probe.status('required', lambda s: s.level == bytes([Level.OK]))
-    assert probe.values(done) == {'planner.unsourced': 'goal:*',
-                                  'executor.unsourced': 'action:current'}

@@ -16,8 +16,8 @@ from typing import Callable, Iterable
 
 from working_memory.core.items import BoardEntry
 from working_memory.core.owners import Owners
-from working_memory.ros.diagnostics import Level, Status
-from working_memory.ros.inputs import Answer, BoardBatch
+from working_memory.engine.health import Level, Status
+from working_memory.engine.inputs import Answer, BoardBatch
 
 # [s] steady clock: the graph is asked again for an unknown gid at most this often.
 GRAPH_PERIOD_S = 0.5

@@ -1,4 +1,4 @@
-"""The node's input conversions (ros/inputs.py, pure): their checks, the frozen and plain paths."""
+"""The input conversions (engine/inputs.py, pure): their checks, the frozen and plain paths."""
 
 import itertools
 import json
@@ -12,10 +12,10 @@ from working_memory.core.board import BoardSnapshot
 from working_memory.core.frozen import FrozenDict, deep_freeze
 from working_memory.core.items import EventKind, json_size
 from working_memory.core.timebase import TimeBase
-from working_memory.ros.inputs import (MAX_VALUE_BYTES, TooLarge, answer_from_msg,
-                                       board_batch_from_msg, event_from_msg, json_field,
-                                       longest_unmeasured, pose_from_odometry,
-                                       pose_from_pose_stamped)
+from working_memory.engine.inputs import (MAX_VALUE_BYTES, TooLarge, answer_from_msg,
+                                          board_batch_from_msg, event_from_msg, json_field,
+                                          longest_unmeasured, pose_from_odometry,
+                                          pose_from_pose_stamped)
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
