@@ -31,8 +31,8 @@ def test_packaged_params_file_configures_the_node_in_any_namespace(context, add_
                                       cli_args=PARAMS_FILE))
     assert node.get_parameter('capacity').value == 40          # declared before configure
     assert node.trigger_configure() == SUCCESS
-    assert list(node._memory.manifests) == ['planner', 'executor', 'monitor']
-    assert node._memory.config.capacity == 40
+    assert list(node._engine.manifests) == ['planner', 'executor', 'monitor']
+    assert node._engine.config.capacity == 40
     assert node.get_parameter('cabins.planner.map.radius_m').value == 8.0
 
 

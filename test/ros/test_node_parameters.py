@@ -45,7 +45,7 @@ def test_a_value_set_before_configure_takes_effect_at_configure(start_memory):
     [result] = node.set_parameters([Parameter('capacity', value=7)])
     assert result.successful
     assert node.trigger_configure() == SUCCESS
-    assert node._memory.config.capacity == 7
+    assert node._engine.config.capacity == 7
 
 
 @pytest.mark.parametrize('configure', [False, True])
@@ -147,7 +147,7 @@ def test_a_refused_override_keeps_the_node_up_and_fails_configure_until_set_righ
     assert probe.spin_until(lambda: len(lifecycle_messages()) >= 2)
     assert lifecycle_messages()[-1] == 'unconfigured: waiting for configure'
     assert node.trigger_configure() == SUCCESS
-    assert node._memory.config.capacity == 12
+    assert node._engine.config.capacity == 12
 
 
 def test_an_integer_override_of_a_double_is_taken_as_a_double(start_memory):
@@ -155,7 +155,7 @@ def test_an_integer_override_of_a_double_is_taken_as_a_double(start_memory):
     node, _ = start_memory({'tick_hz': 20}, configure=False)
     assert node.get_parameter('tick_hz').type_ is Parameter.Type.DOUBLE
     assert node.trigger_configure() == SUCCESS
-    assert node._memory.config.tick_hz == 20.0
+    assert node._engine.config.tick_hz == 20.0
 
 
 def test_configure_names_the_cabins_that_require_a_board_pose_the_pose_topic_cannot_give():
@@ -200,8 +200,8 @@ def test_an_empty_list_in_a_later_file_empties_the_list(start_memory, tmp_path):
                             patch('    cabins:\n      planner:\n        drop: []\n'))
     assert node.trigger_configure() == SUCCESS
     assert node.get_parameter('cabins.planner.drop').value == []
-    assert node._memory.manifests['planner'].drop == ()
-    assert node._memory.config.capacity == 30
+    assert node._engine.manifests['planner'].drop == ()
+    assert node._engine.config.capacity == 30
 
 
 def test_an_empty_list_as_a_list_field_alone_is_an_empty_list(start_memory, tmp_path):
@@ -277,7 +277,7 @@ def test_an_empty_list_as_a_required_list_means_no_required_key(start_memory, tm
     node, _ = start_memory(configure=False, cli_args=['--ros-args', '--params-file', str(path)],
                            cabins=False)
     assert node.trigger_configure() == SUCCESS
-    assert node._memory.manifests['executor'].required == ()
+    assert node._engine.manifests['executor'].required == ()
 
 
 def test_a_parameter_set_on_the_command_line_over_the_files_is_not_taken_as_dropped(
@@ -286,7 +286,7 @@ def test_a_parameter_set_on_the_command_line_over_the_files_is_not_taken_as_drop
     node, _ = start_memory(configure=False, cabins=False, cli_args=[
         '--ros-args', '--params-file', str(path), '-p', 'capacity:=14'])
     assert node.trigger_configure() == SUCCESS
-    assert node._memory.config.capacity == 14
+    assert node._engine.config.capacity == 14
 
 
 def test_a_size_budget_under_the_value_limit_is_refused_and_the_limit_is_read_only(
@@ -298,7 +298,7 @@ def test_a_size_budget_under_the_value_limit_is_refused_and_the_limit_is_read_on
                              'max_value_bytes (262144), got 100000: one value the node takes '
                              'must fit')
     [result] = node.set_parameters([Parameter('size_budget_bytes', value=524_288)])
-    assert result.successful and node._memory.config.size_budget == 524_288
+    assert result.successful and node._engine.config.size_budget == 524_288
     [result] = node.set_parameters([Parameter('max_value_bytes', value=10_000_000)])
     assert not result.successful and 'read-only' in result.reason
     small, _ = start_memory({'max_value_bytes': 65_536, 'size_budget_bytes': 65_535},

@@ -186,7 +186,7 @@ def test_a_type_without_an_installed_definition_is_taken_as_rclpy_messages(
         start_memory, tmp_path, monkeypatch):
     monkeypatch.setattr(typestore, 'register_decodable', lambda store, type_name: False)
     node, probe = start_memory({'sources_file': relative_nav2(tmp_path)})
-    amcl_subscription, = [subscription for subscription, _ in node._intake._taken
+    amcl_subscription, = [subscription for subscription, _ in node._inputs.intake._taken
                           if subscription.topic_name.endswith('/amcl_pose')]
     assert not amcl_subscription.raw
     pubs = publishers(probe)

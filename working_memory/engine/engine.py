@@ -120,8 +120,12 @@ class Engine:
             return
         self._rejections('board', arrival, batch.errors, batch.refused)
         batch = self._owned('board', batch, arrival)
-        # Entries frozen and strict JSON by the codec: the board keeps them as they are.
-        self.board.apply_checked(batch.entries, batch.removed_keys)
+        try:
+            # Entries frozen and strict JSON by the codec: the board keeps them as they are.
+            self.board.apply_checked(batch.entries, batch.removed_keys)
+        except ValueError as error:   # a key both set and removed: nothing of it is applied
+            self._reject('board', str(error))
+            return
         if batch.removed_keys:
             self.resync.removed(batch.removed_keys, batch.stamp)
         if self.refusals.latest:

@@ -170,6 +170,11 @@ class WorkingMemoryNode(LifecycleNode):
         self._publish_lifecycle()
         return super().on_shutdown(state)
 
+    def destroy_node(self) -> None:
+        """Release what configure made (the tick timer first: no tick after this), then destroy."""
+        self._release()
+        super().destroy_node()
+
     @property
     def finalized(self) -> bool:
         """True once shut down (the lifecycle's finalized state): the process may end."""
