@@ -32,9 +32,9 @@ from working_memory.core.assembly import EVENT_ITEM_PREFIX
 from working_memory.core.items import MissingReason
 from working_memory.core.manifest import Manifest, Patterns, is_glob
 from working_memory.tools.recording import Run
-from working_memory.tools.replay import (Agreement, Mismatch, Settings, Step, agreement, replay,
-                                         tick_text)
-from working_memory.tools.suggest import Suggestions, decision_names, names_event, suggest
+from working_memory.tools.replay import (Agreeing, Agreement, Mismatch, Settings, Step, replay,
+                                         replay_into, tick_text)
+from working_memory.tools.suggest import Archaeology, Suggestions, decision_names, names_event
 
 EVICTED = MissingReason.EVICTED.value
 SCOPES_CHECKED = 3
@@ -263,14 +263,18 @@ def _needed_event_ages(step: Step, names: Mapping[str, tuple[str, ...]]) -> dict
 
 @dataclass
 class _Watch:
-    """What one replay shows of the pressure: alarms, evictions, the costly ones."""
+    """What one replay shows of the pressure: alarms, evictions, the costly ones.
+
+    `lacked` (what wrong decisions lacked) may be told after the replay: the evictions
+    are kept and judged when `losses` is read.
+    """
 
     manifests: Mapping[str, Manifest]
     lacked: set[str]
     alarms: list[int] = field(default_factory=list)
     evictions: int = 0
-    losses: dict[str, str] = field(default_factory=dict)
     evicted: dict[str, float] = field(default_factory=dict)   # key -> importance
+    records: list = field(default_factory=list)
 
     def step(self, step: Step) -> None:
         self.evictions += len(step.frame.evictions)
@@ -278,9 +282,69 @@ class _Watch:
             self.alarms.append(step.recorded.tick)
         for record in step.frame.evictions:
             self.evicted[record.key] = record.importance
-            why = _loss(record, self.manifests, self.lacked)
-            if why is not None:
-                self.losses.setdefault(record.key, why)
+            self.records.append(record)
+
+    @property
+    def losses(self) -> dict[str, str]:
+        """Return {key: why its eviction cost something}, the first costly eviction of each."""
+        losses: dict[str, str] = {}
+        for record in self.records:
+            if record.key not in losses:
+                why = _loss(record, self.manifests, self.lacked)
+                if why is not None:
+                    losses[record.key] = why
+        return losses
+
+
+class Pressing:
+    """Measure, step by step of a replay, the asks against the capacity (see `pressure`)."""
+
+    def __init__(self, run: Run, settings: Settings, cabin: str | None = None):
+        self.run, self.settings, self.cabin = run, settings, cabin
+        self.watch = _Watch(settings.manifests(), set())
+        self.statuses: dict[int, dict[str, tuple[str, ...]]] = {}
+        for status in run.decisions:
+            self.statuses.setdefault(status.tick, {})[status.cabin] = decision_names(status)
+        self.asked_counts: list[int] = []
+        self.floors: dict[str, float] = {}
+        self.peak = None
+
+    def __call__(self, step: Step) -> None:
+        """Read one replayed step: its evictions, alarm, asks, and the peak so far."""
+        self.watch.step(step)
+        for name, age in _needed_event_ages(
+                step, self.statuses.get(step.recorded.tick, {})).items():
+            self.floors[name] = max(self.floors.get(name, 0.0), age)
+        asked = set().union(*(_asked(step, name) for name in step.frame.packs))
+        self.asked_counts.append(len(asked))
+        if self.peak is None or len(asked) > self.peak[0]:
+            exempt = sum(1 for item in step.working_set.items() if item.exempt)
+            self.peak = (len(asked), step.recorded.tick, exempt,
+                         scopes_at(step, self.cabin, self.watch.evicted), _map_text(step), step)
+
+    def result(self, lacked: Iterable[str] = (), fixes: bool = True) -> Pressure:
+        """Return the pressure; `lacked`: what wrong decisions lacked (a costly eviction)."""
+        run, settings, watch = self.run, self.settings, self.watch
+        watch.lacked = set(lacked)
+        capacity = settings.config.capacity
+        if self.peak is None:
+            return Pressure(capacity, (), 0, 0, 0, 0, 0, (0, 0), (), (), {}, ())
+        asked, tick, exempt, scopes, maps, step = self.peak
+        losses = watch.losses
+        proposed: list[Fix] = []
+        if fixes and (watch.alarms or losses):
+            needed = exempt - capacity if watch.alarms else asked - capacity
+            for scope_cabin, what, values in _scope_fixes(
+                    scopes, step, needed, bool(watch.alarms), self.floors, losses,
+                    self.statuses):
+                proposed.append(_replayed(run, settings, watch, 'scope', scope_cabin, what,
+                                          values))
+            proposed = [fix for fix in proposed if _relieves(fix, watch)]
+            proposed.append(_capacity_fix(run, settings, watch, max(self.asked_counts)))
+        counts = self.asked_counts
+        return Pressure(capacity, tuple(watch.alarms), watch.evictions, len(counts), tick,
+                        asked, exempt, (min(counts), max(counts)), tuple(scopes), tuple(maps),
+                        losses, tuple(proposed))
 
 
 def pressure(run: Run, settings: Settings, cabin: str | None = None,
@@ -289,39 +353,9 @@ def pressure(run: Run, settings: Settings, cabin: str | None = None,
 
     Without `fixes` only the measure (one replay).
     """
-    capacity = settings.config.capacity
-    manifests = settings.manifests()
-    watch = _Watch(manifests, set(lacked))
-    statuses: dict[int, dict[str, tuple[str, ...]]] = {}
-    for status in run.decisions:
-        statuses.setdefault(status.tick, {})[status.cabin] = decision_names(status)
-    asked_counts: list[int] = []
-    floors: dict[str, float] = {}
-    peak = None
-    for step in replay(run, settings):
-        watch.step(step)
-        for name, age in _needed_event_ages(step, statuses.get(step.recorded.tick, {})).items():
-            floors[name] = max(floors.get(name, 0.0), age)
-        asked = set().union(*(_asked(step, name) for name in step.frame.packs))
-        asked_counts.append(len(asked))
-        if peak is None or len(asked) > peak[0]:
-            exempt = sum(1 for item in step.working_set.items() if item.exempt)
-            peak = (len(asked), step.recorded.tick, exempt,
-                    scopes_at(step, cabin, watch.evicted), _map_text(step), step)
-    if peak is None:
-        return Pressure(capacity, (), 0, 0, 0, 0, 0, (0, 0), (), (), {}, ())
-    asked, tick, exempt, scopes, maps, step = peak
-    proposed: list[Fix] = []
-    if fixes and (watch.alarms or watch.losses):
-        needed = exempt - capacity if watch.alarms else asked - capacity
-        for scope_cabin, what, values in _scope_fixes(scopes, step, needed, bool(watch.alarms),
-                                                      floors, watch.losses, statuses):
-            proposed.append(_replayed(run, settings, watch, 'scope', scope_cabin, what, values))
-        proposed = [fix for fix in proposed if _relieves(fix, watch)]
-        proposed.append(_capacity_fix(run, settings, watch, max(asked_counts)))
-    return Pressure(capacity, tuple(watch.alarms), watch.evictions, len(asked_counts), tick,
-                    asked, exempt, (min(asked_counts), max(asked_counts)), tuple(scopes),
-                    tuple(maps), dict(watch.losses), tuple(proposed))
+    pressing = Pressing(run, settings, cabin)
+    replay_into(run, settings, pressing)
+    return pressing.result(lacked, fixes)
 
 
 def _relieves(fix: Fix, before: _Watch) -> bool:
@@ -426,10 +460,13 @@ def _replayed(run: Run, settings: Settings, before: _Watch, kind: str, cabin: st
 
 
 def doctor(run: Run, settings: Settings, cabin: str | None = None) -> Diagnosis:
-    """Examine the run for the three symptoms."""
-    dumb = suggest(run, settings, cabin)
-    return Diagnosis(dumb, drift(run, agreement(run, settings), cabin),
-                     pressure(run, settings, cabin, {f.key for f in dumb.findings}))
+    """Examine the run for the three symptoms: one replay reads all three, then the checks."""
+    dumb, agreeing, pressing = Archaeology(run, settings, cabin), Agreeing(), Pressing(
+        run, settings, cabin)
+    replayer = replay_into(run, settings, dumb, agreeing, pressing)
+    found = dumb.result()
+    return Diagnosis(found, drift(run, agreeing.result(replayer), cabin),
+                     pressing.result({f.key for f in found.findings}))
 
 
 def _dumb_lines(result: Suggestions, path: str | Path) -> list[str]:

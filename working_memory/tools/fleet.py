@@ -32,11 +32,11 @@ import yaml
 
 from working_memory.engine.config import CABINS_PREFIX, cabin_param_specs
 from working_memory.tools.bag import BagError
-from working_memory.tools.doctor import drift, pressure
+from working_memory.tools.doctor import Pressing, drift
 from working_memory.tools.recording import RecordingError, load_run
-from working_memory.tools.replay import (ReplayError, Settings, agreement, recorded_settings,
-                                         replay)
-from working_memory.tools.suggest import Finding, node_key, served, suggest
+from working_memory.tools.replay import (Agreeing, ReplayError, Settings, recorded_settings,
+                                         replay, replay_into)
+from working_memory.tools.suggest import Archaeology, Finding, node_key, served
 
 METADATA = 'metadata.yaml'
 LOCAL, RAY = 'local', 'ray'
@@ -222,12 +222,15 @@ def examine(path: str) -> BagResult:
         robot = robot_of(bag, settings.node)
         if not run.recording.frames:
             return BagResult(path, robot, False, 'no frames of a working-memory node')
-        found = suggest(run, settings, check=False)
+        # One replay read three ways: the archaeology, the agreement, the pressure.
+        dumb, agreeing, pressing = Archaeology(run, settings), Agreeing(), Pressing(run, settings)
+        replayer = replay_into(run, settings, dumb, agreeing, pressing)
+        found = dumb.result(check=False)
         lacked = tuple((d, tuple(lacked_by(d, found.findings))) for d in found.decisions)
-        pressed = pressure(run, settings, lacked={f.key for f in found.findings}, fixes=False)
+        pressed = pressing.result(lacked={f.key for f in found.findings}, fixes=False)
         symptoms = [name for name, shown in (
             ('suddenly dumb', bool(found.findings)),
-            ('decision drift', drift(run, agreement(run, settings)).found),
+            ('decision drift', drift(run, agreeing.result(replayer)).found),
             ('capacity alarms', bool(pressed.alarm_ticks)),
             ('costly evictions', bool(pressed.losses))) if shown]
     except (BagError, RecordingError, ReplayError, OSError, KeyError, ValueError) as error:

@@ -39,7 +39,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 
 from working_memory.core.eviction import WorkingSet
@@ -730,19 +730,44 @@ class Agreement:
         return self.agreeing / self.ticks if self.ticks else 1.0
 
 
+class Agreeing:
+    """Compare each replayed frame's digest with the recorded one, step by step."""
+
+    def __init__(self):
+        self.ticks = self.agreeing = 0
+        self.mismatches: list[Mismatch] = []
+
+    def __call__(self, step: Step) -> None:
+        """Compare one step."""
+        self.ticks += 1
+        if step.agrees:
+            self.agreeing += 1
+        else:
+            self.mismatches.append(Mismatch(step.recorded.tick, step.notes,
+                                            tuple(pack_differences(step))))
+
+    def result(self, replayer: Replay) -> Agreement:
+        """Return the agreement of the steps seen (`replayer`: the replay that made them)."""
+        return Agreement(self.ticks, self.agreeing, tuple(self.mismatches), dict(replayer.late))
+
+
+def replay_into(run: Run, settings: Settings, *watchers: Callable[[Step], None]) -> Replay:
+    """Replay `run` once, handing every step to each of `watchers` in turn; return the replay.
+
+    One pass serves several readings of the same replay (the archaeology, the agreement,
+    the pressure): each watcher reads a step while it is live.
+    """
+    replayer = Replay(run, settings)
+    for step in replayer.steps():
+        for watch in watchers:
+            watch(step)
+    return replayer
+
+
 def agreement(run: Run, settings: Settings) -> Agreement:
     """Replay `run` and compare every replayed frame's digest with the recorded one."""
-    replayer = Replay(run, settings)
-    ticks = agreeing = 0
-    mismatches = []
-    for step in replayer.steps():
-        ticks += 1
-        if step.agrees:
-            agreeing += 1
-        else:
-            mismatches.append(Mismatch(step.recorded.tick, step.notes,
-                                       tuple(pack_differences(step))))
-    return Agreement(ticks, agreeing, tuple(mismatches), dict(replayer.late))
+    agreeing = Agreeing()
+    return agreeing.result(replay_into(run, settings, agreeing))
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from working_memory.core.items import Event, EventKind, MissingReason
 from working_memory.core.manifest import (BOARD_PREFIX, EVENTS_PREFIX, MAP, Manifest, is_glob)
 from working_memory.engine import inputs
 from working_memory.tools.recording import DecisionRecord, Run
-from working_memory.tools.replay import Settings, Step, replay, tick_text
+from working_memory.tools.replay import Settings, Step, replay, replay_into, tick_text
 
 NEAR_M = 1.5                # [m] an item this close to the robot is relevant to what it did
 EVENT_HORIZON_S = 120.0     # [s] events older than this at a decision are not looked at
@@ -521,40 +521,57 @@ def patch_yaml(result: Suggestions, node: str) -> str:
 # -- the whole archaeology ---------------------------------------------------------------
 
 
+class Archaeology:
+    """Find a run's wrong decisions and, step by step of its replay, what each was missing."""
+
+    def __init__(self, run: Run, settings: Settings, cabin: str | None = None):
+        self.run, self.settings = run, settings
+        self.manifests = settings.manifests()
+        cabins = [cabin] if cabin is not None else list(self.manifests)
+        self.decisions = [d for d in wrong_decisions(run, cabins) if d.cabin in self.manifests]
+        self.at: dict[int, list[WrongDecision]] = {}
+        for decision in self.decisions:
+            if decision.kind == TEARING:
+                continue  # a freeze problem: what the pack held is not what went wrong
+            for tick in decision.ticks:
+                self.at.setdefault(tick, []).append(decision)
+        self.found: dict[tuple[str, str], Finding] = {}
+        self.evictions: dict[int, dict[str, float]] = {}
+
+    def __call__(self, step: Step) -> None:
+        """Read one replayed step: what the decisions at its tick lacked."""
+        tick = step.recorded.tick
+        for decision in self.at.get(tick, ()):
+            findings_at(step, decision, self.settings.config.pose_key, self.found)
+            self.evictions[tick] = {r.key: r.importance for r in step.frame.evictions}
+            for finding in self.found.values():
+                if finding.event is not None and finding.ticks[-1] == tick:
+                    finding.age_s = step.frame.stamp - finding.event.stamp
+
+    def result(self, check: bool = True) -> Suggestions:
+        """Return the findings, the patch and (with `check`) the patch checked by a replay."""
+        findings = sorted(self.found.values(),
+                          key=lambda f: (-f.score, f.event is not None, -len(f.ticks), f.key))
+        # A hold for want of something that was nowhere true was the right decision.
+        decisions = [d for d in self.decisions
+                     if d.kind != HELD or any(f.decision is d for f in findings)]
+        patch, notes = build_patch(findings, self.manifests, self.evictions)
+        checked = (check_patch(self.run, self.settings, patch, findings) if patch and check
+                   else None)
+        return Suggestions(self.settings, tuple(decisions), tuple(findings), patch, notes,
+                           checked)
+
+
 def suggest(run: Run, settings: Settings, cabin: str | None = None,
             check: bool = True) -> Suggestions:
     """Find the run's wrong decisions, what each was missing, a patch, and check it by replay.
 
     Without `check` the patch is not replayed (Suggestions.check is None).
     """
-    manifests = settings.manifests()
-    cabins = [cabin] if cabin is not None else list(manifests)
-    decisions = [d for d in wrong_decisions(run, cabins) if d.cabin in manifests]
-    at: dict[int, list[WrongDecision]] = {}
-    for decision in decisions:
-        if decision.kind == TEARING:
-            continue  # a freeze problem: what the pack held is not what went wrong
-        for tick in decision.ticks:
-            at.setdefault(tick, []).append(decision)
-    found: dict[tuple[str, str], Finding] = {}
-    evictions: dict[int, dict[str, float]] = {}
-    pose_key = settings.config.pose_key
-    for step in replay(run, settings) if at else ():
-        tick = step.recorded.tick
-        for decision in at.get(tick, ()):
-            findings_at(step, decision, pose_key, found)
-            evictions[tick] = {r.key: r.importance for r in step.frame.evictions}
-            for finding in found.values():
-                if finding.event is not None and finding.ticks[-1] == tick:
-                    finding.age_s = step.frame.stamp - finding.event.stamp
-    findings = sorted(found.values(),
-                      key=lambda f: (-f.score, f.event is not None, -len(f.ticks), f.key))
-    # A hold for want of something that was nowhere true was the right decision.
-    decisions = [d for d in decisions
-                 if d.kind != HELD or any(f.decision is d for f in findings)]
-    patch, notes = build_patch(findings, manifests, evictions)
-    checked = check_patch(run, settings, patch, findings) if patch and check else None
-    return Suggestions(settings, tuple(decisions), tuple(findings), patch, notes, checked)
+    archaeology = Archaeology(run, settings, cabin)
+    if archaeology.at:
+        replay_into(run, settings, archaeology)
+    return archaeology.result(check)
 
 
 def check_patch(run: Run, settings: Settings, patch: Mapping[str, Mapping[str, Any]],
