@@ -273,12 +273,13 @@ def check(examined: BagResult, changes: Sequence[Change]) -> list[Checked]:
     the run, by construction) is served at every one of them; the pressure compares with
     the plain replay's figures the examination brought.
     """
+    changes = [change for change in changes if change.cabin in examined.cabins]
+    if not changes:
+        return []   # none applies here: the bag is not read again
     run = load_run(examined.path)
     settings = recorded_settings(run)
     checked = []
     for change in changes:
-        if change.cabin not in examined.cabins:
-            continue
         changed = settings.with_values({change.name: change.applied(settings.values)},
                                        change.text())
         try:
