@@ -1,9 +1,11 @@
 """Who may write what, through a real node: owned keys refused to others, counted, logged."""
 
 import json
+from pathlib import Path
 
 import rclpy
 from rclpy.lifecycle import TransitionCallbackReturn
+from sensor_msgs.msg import BatteryState
 
 from working_memory.client import BoardWriter
 from working_memory.msg import BoardEntry, BoardUpdate
@@ -12,6 +14,7 @@ OWNERS = {'owner_names': ['safety'],
           'owners.safety.keys': ['safety:*'],
           'owners.safety.nodes': ['/**/safety_monitor']}
 ZONE = 'safety:zone/high_voltage'
+NAV2 = Path(__file__).resolve().parents[2] / 'config' / 'sources' / 'nav2.yaml'
 
 
 def planner_keys(frame):
@@ -115,3 +118,28 @@ def test_a_writer_the_graph_does_not_show_yet_is_refused_owned_keys_until_it_doe
     taken, first = ownership.take(batch, b'gid', now=GRAPH_PERIOD_S)
     assert len(taken.entries) == 2 and not first and len(asked) == 2
     assert ownership.refused == {(UNKNOWN_WRITER, 'safety:stop'): 2}
+
+
+def test_a_sources_owned_key_is_taken_from_its_owner_only(start_memory, context, add_node,
+                                                            namespace, tmp_path):
+    # The battery comes from a typed topic: its publisher is its writer.
+    sources = tmp_path / 'nav2.yaml'
+    sources.write_text(NAV2.read_text().replace('topic: /', 'topic: '))
+    _, probe = start_memory({'sources_file': str(sources),
+                             'cabins.planner.board_keys': ['goal:*', 'battery'],
+                             'owner_names': ['energy'], 'owners.energy.keys': ['battery'],
+                             'owners.energy.nodes': ['/**/battery_driver']})
+    stranger = add_node(rclpy.create_node('teleop', namespace=namespace, context=context))
+    driver = add_node(rclpy.create_node('battery_driver', namespace=namespace, context=context))
+    publishers = {node: node.create_publisher(BatteryState, 'battery_state', 10)
+                  for node in (stranger, driver)}
+    probe.wait_matched(*publishers.values())
+    publishers[stranger].publish(BatteryState(percentage=0.1))
+    status = probe.status('owners', lambda status: status.level == b'\x01')
+    assert probe.values(status) == {f'{namespace}/teleop -> battery': '1 refused (owner energy)'}
+    assert 'battery' not in planner_keys(probe.wait_frame())
+    publishers[driver].publish(BatteryState(percentage=0.9))
+    frame = probe.wait_frame(lambda frame: 'battery' in planner_keys(frame))
+    battery, = [item for pack in frame.packs if pack.cabin == 'planner' for item in pack.items
+                if item.key == 'battery']
+    assert json.loads(battery.value)['percentage'] > 0.8

@@ -167,6 +167,8 @@ class Engine:
         self._arrive(topic, arrival)
         conversion = self.sources.convert(topic, msg, arrival.received)
         self._rejections(topic, arrival, conversion.errors, conversion.refused)
+        # Owned keys from the publisher on the source's topic, as from a writer on board.
+        conversion = self._owned(topic, conversion, arrival)
         if conversion.entries or conversion.removed_keys:
             try:
                 # Frozen and measured by the source map: kept as they are.
@@ -304,8 +306,8 @@ class Engine:
                                             arrival.received, effective)):
                 self.listener.refusing(topic, oversize)
 
-    def _owned(self, topic: str, batch: BoardBatch, arrival: Arrival) -> BoardBatch:
-        """Return `batch` without the owned keys its writer may not write."""
+    def _owned(self, topic: str, batch: Any, arrival: Arrival) -> Any:
+        """Return `batch` (a BoardBatch, a source's Conversion) without what its writer may not."""
         if self.ownership is None:
             return batch
         batch, first = self.ownership.take(batch, arrival.publisher)

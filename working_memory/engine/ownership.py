@@ -1,4 +1,4 @@
-"""Owned board keys at the node's intake: who wrote an update or a resync answer, what is refused.
+"""Owned board keys at the node's intake: who wrote an update, an answer or a source's message.
 
 A board update carries no writer name: its message info names the publisher's gid,
 which the graph maps to a node (`get_publishers_info_by_topic`; the node hands in a
@@ -55,7 +55,8 @@ class Ownership:
              now: float | None = None) -> tuple[BoardBatch, list[tuple[str, str, str]]]:
         """Return `batch` without what its writer may not write, and what is newly refused.
 
-        The second value lists (writer, key, owner) refused for the first time, to log.
+        `batch` has `entries` and `removed_keys`: a board update, or what a typed-topic
+        source's message gives (its publisher is its writer). The second value lists (writer, key, owner) refused for the first time, to log.
         """
         entries, removed, first = self._allowed(batch.entries, batch.removed_keys, gid, now)
         if len(entries) == len(batch.entries) and len(removed) == len(batch.removed_keys):

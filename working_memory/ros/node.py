@@ -193,9 +193,10 @@ class WorkingMemoryNode(LifecycleNode):
         """Create the inputs, the trigger, the outputs, the services and the clock-jump handler."""
         engine = self._engine
         self._inputs = Subscriptions(self, engine, self._on_intake, self._now)
-        # The writers of owned keys: on board, and answering a resync (if asked).
+        # The writers of owned keys: on board, answering a resync (if asked), on the sources.
         names = engine.receipts.names
-        topics = [names[topic] for topic in ('board', ANSWER_TOPIC) if topic in names]
+        topics = [names[topic] for topic in ('board', ANSWER_TOPIC, *engine.sources.maps)
+                  if topic in names]
         engine.ownership = Ownership(owners, lambda: [
             publisher for topic in topics for publisher in self._publishers_of(topic)])
         topic = engine.config.trigger_topic
