@@ -29,7 +29,7 @@ from working_memory.core.resync import Resync, mark_resyncing, resyncing_detail
 from working_memory.core.timebase import TimeBase
 from working_memory.engine.config import NodeConfig
 from working_memory.engine.health import BoardGrowth, CapacityUse, Health, Level, Status
-from working_memory.engine.inputs import Answer, BoardBatch, Oversize, POSE_TOPICS, TooLarge
+from working_memory.engine.inputs import Answer, Oversize, POSE_TOPICS, TooLarge
 from working_memory.engine.ownership import Ownership
 from working_memory.engine.receipts import Receipt, Receipts
 from working_memory.engine.requirements import describe_unsourced, required_status, unsourced
