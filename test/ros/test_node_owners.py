@@ -121,7 +121,7 @@ def test_a_writer_the_graph_does_not_show_yet_is_refused_owned_keys_until_it_doe
 
 
 def test_a_sources_owned_key_is_taken_from_its_owner_only(start_memory, context, add_node,
-                                                           namespace, tmp_path):
+                                                          namespace, tmp_path):
     # The battery comes from a typed topic: its publisher is its writer.
     sources = tmp_path / 'nav2.yaml'
     sources.write_text(NAV2.read_text().replace('topic: /', 'topic: '))

@@ -56,7 +56,8 @@ class Ownership:
         """Return `batch` without what its writer may not write, and what is newly refused.
 
         `batch` has `entries` and `removed_keys`: a board update, or what a typed-topic
-        source's message gives (its publisher is its writer). The second value lists (writer, key, owner) refused for the first time, to log.
+        source's message gives (its publisher is its writer). The second value lists
+        (writer, key, owner) refused for the first time, to log.
         """
         entries, removed, first = self._allowed(batch.entries, batch.removed_keys, gid, now)
         if len(entries) == len(batch.entries) and len(removed) == len(batch.removed_keys):
