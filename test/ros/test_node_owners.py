@@ -1,14 +1,19 @@
 """Who may write what, through a real node: owned keys refused to others, counted, logged."""
 
+import dataclasses
 import json
 from pathlib import Path
 
 import rclpy
 from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import BatteryState
 
 from working_memory.client import BoardWriter
 from working_memory.msg import BoardEntry, BoardUpdate
+from working_memory.tools.recorder_node import RecorderNode
+from working_memory.tools.recording import load_run
+from working_memory.tools.replay import Settings, agreement, replay
 
 OWNERS = {'owner_names': ['safety'],
           'owners.safety.keys': ['safety:*'],
@@ -143,3 +148,35 @@ def test_a_sources_owned_key_is_taken_from_its_owner_only(start_memory, context,
     battery, = [item for pack in frame.packs if pack.cabin == 'planner' for item in pack.items
                 if item.key == 'battery']
     assert json.loads(battery.value)['percentage'] > 0.8
+
+
+def test_the_replay_refuses_the_writes_the_node_refused(start_memory, context, add_node,
+                                                        namespace, tmp_path, spin_until):
+    node, probe = start_memory(OWNERS)
+    owner = BoardWriter(add_node(rclpy.create_node('safety_monitor', namespace=namespace,
+                                                   context=context)))
+    recorder = add_node(RecorderNode(context=context, parameter_overrides=[
+        Parameter('bag_path', value=str(tmp_path / 'bag')),
+        Parameter('topics', value=[f'{namespace}/working_memory/frame', f'{namespace}/board'])]))
+    assert spin_until(lambda: not recorder.waiting_for and all(
+        publisher.get_subscription_count() == 2
+        for publisher in (probe.board, owner._publisher)))
+    owner.set(ZONE, {'polygon': [[0, 0], [1, 0], [1, 1]]}, importance=1.0)
+    probe.board.publish(BoardUpdate(entries=[
+        BoardEntry(key='safety:stop', value=json.dumps(True), importance=1.0)]))
+    probe.board.publish(BoardUpdate(removed_keys=[ZONE]))
+    probe.status('owners', lambda status: len(probe.values(status)) == 2)
+    first = probe.wait_frame().tick
+    probe.wait_frame(lambda frame: frame.tick > first + 3)
+    recorder.close()
+    run = load_run(recorder.bag_path)
+    values = {name: parameter.value
+              for name, parameter in node.get_parameters_by_prefix('').items()}
+    settings = Settings(values, 'the node', f'{namespace}/working_memory')
+    result = agreement(run, settings)
+    assert result.ticks > 3 and result.agreeing == result.ticks, result.mismatches[:2]
+    # A bag that does not name the writers takes every write: the refused ones show.
+    unnamed = dataclasses.replace(run, custom_data={})
+    assert agreement(unnamed, settings).agreeing < result.ticks
+    assert any('the bag does not name the writers' in note
+               for note in next(replay(unnamed, settings)).notes)

@@ -228,6 +228,9 @@ class BagWriter:
 # The recorder's side channel: who published each recorded message (msg/RecordedIds.msg).
 IDS_TYPE = 'working_memory/msg/RecordedIds'
 IDS_TOPIC_SUFFIX = '/_message_ids'   # hidden (a leading underscore): under the recorder's name
+# The bag metadata (custom_data) key of {publisher gid (hex): its node}, as the recorder's graph
+# showed each publisher of a recorded topic: the writer a replay names for owned keys.
+WRITERS_KEY = 'working_memory.writers'
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,9 @@ the QoS each publisher actually offered. Beside the messages, on its hidden topi
 `<recorder>/_message_ids` (RecordedIds, a few times a second), the bag holds who
 published each one: its publisher's gid and number from rclpy's message info, which
 a working-memory node's receipts name too (ContextFrame.input_starts), so a replay
-tells exactly which recorded messages a node took. The subscriptions are taken as the
+tells exactly which recorded messages a node took; and the metadata names each
+publisher's node as the graph showed it (`working_memory.writers`), so a replay names
+the writer of an owned key as the node did. The subscriptions are taken as the
 node takes its inputs (ros/intake.py `Intake`, on the helper `<recorder>_inputs`):
 that hands every message its info in any executor. The bag itself is written by
 `working_memory.tools.bag.BagWriter` (ROS-free, reusable in-process).
@@ -18,6 +20,7 @@ that hands every message its info in any executor. The bag itself is written by
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 import time
 
@@ -37,7 +40,7 @@ from working_memory.ros.intake import Intake
 from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.usage import parse_node_options
 from working_memory.tools.bag import (BagError, BagWriter, IDS_TOPIC_SUFFIX, IDS_TYPE, MessageIds,
-                                      STORAGES, adapted_qos, receive_stamp)
+                                      STORAGES, WRITERS_KEY, adapted_qos, receive_stamp)
 
 # Reader-side history: a recorder busy writing must not drop messages that already arrived.
 HISTORY_DEPTH = 1000
@@ -93,6 +96,7 @@ class RecorderNode(Node):
         self._reported: set[str] = set()
         self._ids = MessageIds()
         self._stamps: dict[str, int] = {}   # the latest stamp per topic [ns]
+        self._writers: dict[str, str] = {}  # {publisher gid (hex): its node}, as the graph said
         self._ids_topic = self.get_fully_qualified_name() + IDS_TOPIC_SUFFIX
         self._intake = RecorderIntake(self, lambda: self._intake.round(None))
         self._discover()
@@ -136,9 +140,16 @@ class RecorderNode(Node):
                 self._report_once(topic, f'{topic}: several types {types[topic]}; not recorded')
 
     def _offers(self, topic: str) -> dict[str, Qos]:
-        """Return {publisher gid: offered QoS} of `topic`'s publishers in the graph."""
-        return {_gid(info): bag_qos(info.qos_profile)
-                for info in self.get_publishers_info_by_topic(topic)}
+        """Return {publisher gid: offered QoS} of `topic`'s publishers in the graph.
+
+        Each publisher's node is noted too (WRITERS_KEY): a replay names the writer of a
+        message by it, as the node did through the graph (owned keys).
+        """
+        infos = self.get_publishers_info_by_topic(topic)
+        for info in infos:
+            self._writers.setdefault(_gid(info),
+                                     f'{info.node_namespace.rstrip("/")}/{info.node_name}')
+        return {_gid(info): bag_qos(info.qos_profile) for info in infos}
 
     def _subscribe(self, topic: str, msgtype: str, offers: dict[str, Qos]) -> None:
         try:
@@ -211,6 +222,7 @@ class RecorderNode(Node):
         if self._writer is None or self._writer.closed:
             return
         self._write_ids()
+        self._writer.set_custom_data(WRITERS_KEY, json.dumps(self._writers, sort_keys=True))
         self._writer.close()
         held = ', '.join(f'{count} on {topic}' for topic, count in self._writer.counts.items())
         missing = self.waiting_for

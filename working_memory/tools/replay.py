@@ -46,15 +46,18 @@ from working_memory.core.eviction import WorkingSet
 from working_memory.core.frames import Frame
 from working_memory.core.manifest import (Manifest, ManifestError, load_manifests,
                                           manifests_from_params)
+from working_memory.core.owners import Owners, owners_from_params
 from working_memory.engine import inputs
-from working_memory.engine.config import (CABINS_PREFIX, NodeConfig, cabin_param_specs,
-                                          config_from_values, default_values, drop_param_spec)
+from working_memory.engine.config import (CABINS_PREFIX, NodeConfig, OWNERS_PREFIX,
+                                          cabin_param_specs, config_from_values, default_values,
+                                          drop_param_spec)
 from working_memory.engine.engine import Arrival, Engine, Listener, build_engine
+from working_memory.engine.ownership import Ownership
 from working_memory.engine.params_files import (ParamsFileError, flatten, node_parameters,
                                                 read_document)
 from working_memory.engine.source_map import (FieldType, SourceError, SourceSpec, TypeInfo,
                                               load_sources)
-from working_memory.tools.bag import full_typestore, share_dir
+from working_memory.tools.bag import WRITERS_KEY, full_typestore, share_dir
 from working_memory.tools.recording import FrameRecord, PackRecord, Run, describe_ticks
 
 FRAME_SUFFIX = '/frame'
@@ -111,6 +114,17 @@ class Settings:
         except (ManifestError, OSError) as error:
             raise ReplayError(f'manifests ({self.source}): {error}') from None
         return manifests
+
+    def owners(self) -> Owners:
+        """Return the node's owners of board keys (owner_names); ReplayError when invalid."""
+        names = self.config.owner_names
+        values = self.values
+        try:
+            return owners_from_params(names, {name: (
+                tuple(values.get(f'{OWNERS_PREFIX}{name}.keys', ())),
+                tuple(values.get(f'{OWNERS_PREFIX}{name}.nodes', ()))) for name in names})
+        except ValueError as error:
+            raise ReplayError(f'owners ({self.source}): {error}') from None
 
     def with_values(self, changes: Mapping[str, Any], why: str) -> Settings:
         """Return these settings with `changes`; new cabins join `cabin_names`."""
@@ -275,6 +289,9 @@ class Replay:
                 starts.setdefault(topic, {}).setdefault(publisher, first)
         # Per topic, ticks before whose frame the bag held a message the node took later.
         self.late: dict[str, int] = {}
+        # Owned keys: each writer named as the node named it, by the recorder's graph.
+        self._owners = settings.owners()
+        self._writers = recorded_writers(run) if self._owners.owners else None
         # Board keys whose entry came without a stamp (entry and header zero), and how many
         # log events did: the node stamped them when it took them, which no bag holds.
         self._unstamped_keys: dict[str, None] = {}
@@ -299,6 +316,9 @@ class Replay:
                                  f'{recorded.tick}): a new memory, re-read from the writers')
                 started = recorded.start_id
                 engine = self._empty_memory(recorded, applied, restart)
+                if self._owners.owners and not self._writers:
+                    notes.append('owned keys: the bag does not name the writers (recorded '
+                                 'without them): every write taken, refused ones too')
             notes += self._apply_inputs(engine, recorded, applied)
             notes += self._runtime_changes(later, recorded, engine)
             tick = engine.tick(recorded.stamp_ns * 1e-9, recorded.tick, recorded.resyncing)
@@ -324,6 +344,9 @@ class Replay:
                               listener=Rejections())
         # The node observed its clock at each receipt, from its start on.
         self._observe = _Observer(first.started)
+        if self._writers:
+            writers = [(node, gid) for gid, node in self._writers.items()]
+            engine.ownership = Ownership(self._owners, lambda: writers)
         exact = self._exact_topics(first.start_id)
         self._inputs = dict(self.run.inputs)
         self._publishers = {}
@@ -555,6 +578,15 @@ class Replay:
             notes.append('parameters set at runtime: ' + ', '.join(
                 f'{k}={v!r}' for k, v in change.values.items()))
         return notes
+
+
+def recorded_writers(run: Run) -> dict[bytes, str]:
+    """Return {publisher gid: its node} as the recorder's graph showed them ({}: not recorded)."""
+    try:
+        return {bytes.fromhex(gid): node
+                for gid, node in json.loads(run.custom_data.get(WRITERS_KEY, '{}')).items()}
+    except (ValueError, AttributeError) as error:
+        raise ReplayError(f'bag metadata {WRITERS_KEY}: {error}') from None
 
 
 def replay_sources(path: str, node: str) -> dict[str, SourceSpec]:
