@@ -21,6 +21,8 @@ from working_memory.ros import qos
 from working_memory.ros.node import WorkingMemoryNode
 from working_memory.ros.ticking import make_executor
 from working_memory.srv import Assemble, Explain
+from working_memory.tools.recording import load_run
+from working_memory.tools.replay import Agreement, Settings, agreement
 
 SPIN_LIMIT_S = 20.0  # bounds a hung test; never a timing assertion
 _namespaces = itertools.count()
@@ -293,3 +295,19 @@ def recorded_run(tmp_path_factory):
         runs[name] = outcome, folder / name
         return runs[name]
     return record
+
+
+@pytest.fixture
+def replayed():
+    """Return `replay(recorder, node)`: close the recorder's bag, replay it as the node ran.
+
+    The settings are the node's parameters as they are now; returns (run, settings, agreement).
+    """
+    def replay(recorder, node) -> tuple[object, Settings, Agreement]:
+        recorder.close()
+        run = load_run(recorder.bag_path)
+        values = {name: parameter.value
+                  for name, parameter in node.get_parameters_by_prefix('').items()}
+        settings = Settings(values, 'the node', node.get_fully_qualified_name())
+        return run, settings, agreement(run, settings)
+    return replay

@@ -12,8 +12,7 @@ from sensor_msgs.msg import BatteryState
 from working_memory.client import BoardWriter
 from working_memory.msg import BoardEntry, BoardUpdate
 from working_memory.tools.recorder_node import RecorderNode
-from working_memory.tools.recording import load_run
-from working_memory.tools.replay import Settings, agreement, replay
+from working_memory.tools.replay import agreement, replay
 
 OWNERS = {'owner_names': ['safety'],
           'owners.safety.keys': ['safety:*'],
@@ -151,7 +150,8 @@ def test_a_sources_owned_key_is_taken_from_its_owner_only(start_memory, context,
 
 
 def test_the_replay_refuses_the_writes_the_node_refused(start_memory, context, add_node,
-                                                        namespace, tmp_path, spin_until):
+                                                        namespace, tmp_path, spin_until,
+                                                        replayed):
     node, probe = start_memory(OWNERS)
     owner = BoardWriter(add_node(rclpy.create_node('safety_monitor', namespace=namespace,
                                                    context=context)))
@@ -168,12 +168,7 @@ def test_the_replay_refuses_the_writes_the_node_refused(start_memory, context, a
     probe.status('owners', lambda status: len(probe.values(status)) == 2)
     first = probe.wait_frame().tick
     probe.wait_frame(lambda frame: frame.tick > first + 3)
-    recorder.close()
-    run = load_run(recorder.bag_path)
-    values = {name: parameter.value
-              for name, parameter in node.get_parameters_by_prefix('').items()}
-    settings = Settings(values, 'the node', f'{namespace}/working_memory')
-    result = agreement(run, settings)
+    run, settings, result = replayed(recorder, node)
     assert result.ticks > 3 and result.agreeing == result.ticks, result.mismatches[:2]
     # A bag that does not name the writers takes every write: the refused ones show.
     unnamed = dataclasses.replace(run, custom_data={})

@@ -24,8 +24,6 @@ from working_memory.relay.goal_relay_node import GoalRelayNode
 from working_memory.ros import typestore
 from working_memory.sim.conversions import odometry_msg
 from working_memory.tools.recorder_node import RecorderNode
-from working_memory.tools.recording import load_run
-from working_memory.tools.replay import Settings, agreement
 
 NAV2 = Path(__file__).resolve().parents[2] / 'config' / 'sources' / 'nav2.yaml'
 GAZEBO = NAV2.with_name('gazebo.yaml')
@@ -308,7 +306,7 @@ def test_an_unknown_type_or_field_fails_configure_naming_it(start_memory, tmp_pa
 
 
 def test_replay_agrees_on_every_tick_of_a_run_fed_by_sources(start_memory, tmp_path, add_node,
-                                                             spin_until, context):
+                                                             spin_until, context, replayed):
     params = {'sources_file': relative_nav2(tmp_path), **SOURCES}
     node, probe = start_memory(params)
     pubs = publishers(probe)
@@ -342,12 +340,7 @@ def test_replay_agrees_on_every_tick_of_a_run_fed_by_sources(start_memory, tmp_p
                      == str(step + 1))
     probe.wait_frame(lambda f: 'goal:current' not in pack_items(f, 'planner'))
     spin_until(lambda: False, 0.3)
-    recorder.close()
-    run = load_run(recorder.bag_path)
-    values = {name: parameter.value
-              for name, parameter in node.get_parameters_by_prefix('').items()}
-    settings = Settings(values, 'the node', f'{namespace}/working_memory')
-    result = agreement(run, settings)
+    _, _, result = replayed(recorder, node)
     assert result.ticks > 10 and result.agreeing == result.ticks, result.mismatches[:2]
 
 
