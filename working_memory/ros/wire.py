@@ -13,6 +13,9 @@ payload, which follows a 4-byte encapsulation header; a string is a uint32 lengt
 counting its NUL, the UTF-8 bytes and the NUL; a sequence a uint32 count and the
 elements. `test/ros/test_wire.py` checks every byte against rclpy's own
 `serialize_message` of `conversions.context_frame_msg`, on generated frames.
+What it buys against that rclpy path, on and off (BENCHMARKS.md, "What each speed mechanism
+buys"): node CPU at 100 Hz + 1 kHz 22.6 against 32.6 %, CPU per tick at 5,000 items 6.9
+against 9.7 ms, frame latency p50 1.18x against 2.48x the plain node's.
 """
 
 from __future__ import annotations
