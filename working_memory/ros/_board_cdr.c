@@ -7,8 +7,7 @@
  * speed mechanism buys"). `update(data)` reads exactly what ros/wire_in.py's `_read_update`
  * reads, the regular update only: little-endian XCDR1, every string ending in its one NUL
  * (or of length 0) and valid UTF-8, nothing past the end. It returns None for anything else,
- * and the Python code then reads the bytes its own way, so the reference stays the one
- * definition of behaviour.
+ * and the node then reads the bytes with rclpy, so rclpy stays the one definition of behaviour.
  * Pure: no ROS. The result:
  *   (header sec, header nanosec,
  *    [(key, value text, tags list, importance, sec, nanosec, ttl sec, ttl nanosec), ...],

@@ -45,7 +45,7 @@ from working_memory.msg import (BoardUpdate, ContextFrame, ContextPack, Eviction
                                 MissingItem, Resync, ResyncAnswer, WorkingItem)
 from working_memory.msg import MissingSummary as MissingSummaryMsg
 from working_memory.ros.wire import CANONICAL_JSON, FrameEncoder, nanoseconds
-from working_memory.ros.wire_in import UnknownEncoding, board_batch, board_update
+from working_memory.ros.wire_in import board_batch
 
 # -- time ------------------------------------------------------------------
 
@@ -327,35 +327,25 @@ def diagnostic_array(statuses: list[Status], node_name: str, stamp: float) -> Di
     return array
 
 
-def board_update_from_bytes(data: bytes) -> Any:
-    """Return a serialized BoardUpdate as `board_batch_from_msg` reads it; ValueError if malformed.
-
-    Read in place (ros/wire_in.py); an encoding other than XCDR1 by rclpy.
-    """
+def board_update_from_bytes(data: bytes) -> BoardUpdate:
+    """Return a serialized BoardUpdate as rclpy reads it; ValueError if it cannot."""
     try:
-        return board_update(data)
-    except UnknownEncoding as unknown:
-        return _deserialized_board_update(data, unknown)
+        return deserialize_message(data, BoardUpdate)
+    except Exception as error:   # rclpy raises its own RMW errors
+        raise ValueError(f'BoardUpdate bytes rclpy cannot read: {error}') from None
 
 
 def board_batch_from_bytes(data: bytes, now: float, limit: int | None = None) -> BoardBatch:
     """Return `board_batch_from_msg(board_update_from_bytes(data), now, True, limit)`, faster.
 
-    The node's intake (ros/wire_in.py `board_batch`); ValueError if malformed; values over
-    `limit` bytes of JSON are refused (`BoardBatch.refused`).
+    The node's intake: the common update in one pass (ros/wire_in.py `board_batch`), any
+    other read by rclpy; ValueError if malformed; values over `limit` bytes of JSON are
+    refused (`BoardBatch.refused`).
     """
-    try:
-        return board_batch(data, now, limit)
-    except UnknownEncoding as unknown:
-        return board_batch_from_msg(_deserialized_board_update(data, unknown), now, frozen=True,
-                                    limit=limit)
-
-
-def _deserialized_board_update(data: bytes, unknown: UnknownEncoding) -> BoardUpdate:
-    try:
-        return deserialize_message(data, BoardUpdate)
-    except Exception as error:   # rclpy raises its own RMW errors
-        raise ValueError(f'{unknown}, and rclpy cannot read it either: {error}') from None
+    batch = board_batch(data, now, limit)
+    if batch is None:
+        batch = board_batch_from_msg(board_update_from_bytes(data), now, frozen=True, limit=limit)
+    return batch
 
 
 def publication(info: Mapping[str, Any]) -> tuple[bytes, int | None]:
