@@ -146,6 +146,55 @@ class _Absent:
     version: int = 0
 
 
+class _Kept:
+    """Values by key from the last tick and this one; what this tick did not use goes at its end."""
+
+    __slots__ = ('last', 'used')
+
+    def __init__(self):
+        self.last: dict = {}
+        self.used: dict = {}
+
+    def get(self, key):
+        """Return the value kept under `key` this tick or the last, or None."""
+        return self.used.get(key) or self.last.get(key)
+
+    def use(self, key, value):
+        """Keep `value` under `key` through the next tick; return it."""
+        self.used[key] = value
+        return value
+
+    def end_tick(self) -> None:
+        """Forget what this tick did not use."""
+        self.last, self.used = self.used, {}
+
+
+class _TickCaches:
+    """What a tick made that the next one hands out again while its sources are the same objects.
+
+    Every entry is checked against its sources (the very objects, or equal) before it is
+    reused, so the caches change no frame, only its cost. What each buys, switched off
+    alone (`make bench`'s three-cabin frame, mean at capacity 256, 0.64 ms with all on;
+    BENCHMARKS.md, "What each speed mechanism buys"): the digests' encodings 1.38 ms, the
+    map windows 1.60 ms, the key weights 0.95 ms, the steady packs 0.88 ms; the eviction
+    notes 0.76 against 0.98 ms at capacity 64 (where items are evicted).
+    """
+
+    def __init__(self):
+        self.windows = _Kept()          # scope -> (grid, source, its cut) (Assembler._kept)
+        self.eviction_notes = _Kept()   # key -> (its eviction record, the Missing)
+        self.encodings = ItemEncodings()   # the pack digests' item and event encodings
+        # Per cabin, until the manifests change: its last steady pack (see _Steady), and the
+        # weights of the keys it read (Assembler._weight_for).
+        self.steady: dict[str, _Steady] = {}
+        self.weights: dict[str, tuple[Manifest, dict[str, float], Any]] = {}
+
+    def end_tick(self) -> None:
+        """Forget what the ending tick did not use."""
+        for kept in (self.windows, self.eviction_notes, self.encodings):
+            kept.end_tick()
+
+
 class Assembler:
     """Builds one frozen `Frame` per tick from the board, the event log and the map; thread-safe.
 
@@ -195,23 +244,7 @@ class Assembler:
         self._moved: set[str] = set()
         self._absent: dict[str, _Absent] = {}   # cabin name -> its packs' absent notes
         self._rewish = False  # a cabin started over: redo the whole board wish
-        # Event item keys by sequence number while the event object is the same.
-        self._event_item_keys: dict[int, tuple[Event, str]] = {}
-        self._event_item_keys_used: dict[int, tuple[Event, str]] = {}
-        self._weights: dict[str, tuple[Manifest, dict[str, float], Any]] = {}
-        self._encodings = ItemEncodings()
-        # Absent notes of the last tick and of this one (see _note).
-        self._notes: dict[tuple, Missing] = {}
-        self._notes_used: dict[tuple, Missing] = {}
-        self._eviction_notes: dict[str, tuple[EvictionRecord, Missing]] = {}
-        self._eviction_notes_used: dict[str, tuple[EvictionRecord, Missing]] = {}
-        # Map windows cut last tick and this tick (see _kept).
-        self._windows: dict[tuple, tuple] = {}
-        self._windows_used: dict[tuple, tuple] = {}
-        self._steady: dict[str, _Steady] = {}   # cabin name -> its last steady pack
-        # cabin name -> its last pack's missing tuple, handed out again while its entries are
-        # the very same objects (stale notes' entries stay while their age text holds)
-        self._missing_kept: dict[str, tuple[Missing, ...]] = {}
+        self._caches = _TickCaches()
 
     @property
     def manifests(self) -> dict[str, Manifest]:
@@ -225,8 +258,7 @@ class Assembler:
         with self._lock:
             self._manifests = manifests
             self._interest = _Interest(manifests, self._pose_key, self._route_key)
-            self._steady.clear()   # a cabin no longer there keeps no pack
-            self._missing_kept.clear()
+            self._caches.steady.clear()   # a cabin no longer there keeps no pack
 
     def set_limits(self, capacity: int, size_budget: int | None,
                    tick: int | None = None) -> list[EvictionRecord]:
@@ -268,16 +300,11 @@ class Assembler:
             selections = [self._select(manifest, view, changes, log, grid, effective, robot,
                                        windows)
                           for manifest in self._manifests.values()]
-            self._windows, self._windows_used = self._windows_used, {}
-            self._event_item_keys = self._event_item_keys_used
-            self._event_item_keys_used = {}
             settlement = self._store(selections, now, effective)
             packs = [self._pack(selection, tick, now, effective, log)
                      for selection in selections]
-            self._encodings.end_tick()
+            self._caches.end_tick()
             self._moved.clear()
-            self._notes, self._notes_used = self._notes_used, {}
-            self._eviction_notes, self._eviction_notes_used = self._eviction_notes_used, {}
             return make_frame(tick, now, packs, settlement.evicted, self._ws.capacity_alarm,
                               effective=effective, readmitted=settlement.readmitted)
 
@@ -372,20 +399,15 @@ class Assembler:
             kinds = set(scope.kinds or EventKind) - drops.event_kinds
             if not kinds:
                 return
-        keys, used = self._event_item_keys, self._event_item_keys_used
         for event in log.window(now - scope.window_s, now, kinds, scope.max_count):
-            kept = used.get(event.seq) or keys.get(event.seq)
-            if kept is None or kept[0] is not event:
-                kept = (event, event_item_key(event))
-            used[event.seq] = kept
-            key = kept[1]
+            key = event_item_key(event)
             if drops.any_key.match(key):
                 selection.withheld.append(key)
-                selection.event_absent[key] = self._note(key, MissingReason.INJECTED_DROP,
-                                                         'withheld by an injected drop')
+                selection.event_absent[key] = Missing(key, MissingReason.INJECTED_DROP,
+                                                      'withheld by an injected drop')
             elif (event.kind not in EXEMPT_EVENT_KINDS
                   and not tags_pass(event.tags, include, exclude)):
-                selection.event_absent[key] = self._note(
+                selection.event_absent[key] = Missing(
                     *filtered(key, event.tags, include, exclude))
             else:
                 selection.events[key] = event
@@ -456,11 +478,10 @@ class Assembler:
         so the same objects cut the same window: it is kept, not cut, copied and
         hashed again. Entries not used in a tick are dropped at its end.
         """
-        kept = self._windows_used.get(scope) or self._windows.get(scope)
+        kept = self._caches.windows.get(scope)
         if kept is None or kept[0] is not grid or kept[1] is not source and kept[1] != source:
             kept = (grid, source, cut())
-        self._windows_used[scope] = kept
-        return kept[2]
+        return self._caches.windows.use(scope, kept)[2]
 
     def _pose_window(self, grid: GridMap, robot: _Pose,
                      radius_m: float) -> tuple[MapWindow | None, Missing | None]:
@@ -634,7 +655,7 @@ class Assembler:
 
     def _weight_for(self, manifest: Manifest):
         """Return `manifest.weight_for`, remembering each key's weight (it depends on the key)."""
-        cached = self._weights.get(manifest.name)
+        cached = self._caches.weights.get(manifest.name)
         if cached is None or cached[0] is not manifest or len(cached[1]) > 100_000:
             weights: dict[str, float] = {}
 
@@ -643,7 +664,7 @@ class Assembler:
                 if value is None:
                     value = weights[key] = manifest.weight_for(key)
                 return value
-            cached = self._weights[manifest.name] = (manifest, weights, weight)
+            cached = self._caches.weights[manifest.name] = (manifest, weights, weight)
         return cached[2]
 
     # -- packs --------------------------------------------------------------
@@ -663,7 +684,8 @@ class Assembler:
         absent = self._absent_notes(selection)
         selection.evicted_absent = absent.evicted
         name = selection.manifest.name
-        steady = self._steady.pop(name, None)
+        caches = self._caches
+        steady = caches.steady.pop(name, None)
         if steady is not None and self._holds(steady, selection, found, absent):
             # The same keys, events, map and notes as last tick's pack: the same missing and
             # absent; with the same items' content the same digest (only last use moved).
@@ -671,14 +693,14 @@ class Assembler:
             if changed_positions(steady.items, found, DIGEST_SAME, DIGEST_EQUAL):
                 pack = make_pack(name, tick, stamp, found, last.events, last.map_window,
                                  last.missing, last.absent, effective=now,
-                                 encodings=self._encodings, summaries=last.summaries)
+                                 encodings=caches.encodings, summaries=last.summaries)
             else:
                 pack = Pack(name, tick, stamp, tuple(found), last.events, last.map_window,
                             last.missing, last.absent, last.digest, now,
                             summaries=last.summaries)
-                self._encodings.carry(name)
+                caches.encodings.carry(name)
             steady.items, steady.pack = found, pack
-            self._steady[name] = steady
+            caches.steady[name] = steady
             return pack
         map_missing = dict(selection.missing)
         self._require_board(selection, found)
@@ -687,25 +709,19 @@ class Assembler:
         # Made only when some item came back (readmissions_of looks at none otherwise).
         returned = ws.readmissions_of(chain((item.key for item in found),
                                             map(event_item_key, events)))
-        missing = _missing_sorted(selection)
-        last = self._missing_kept.get(name)
-        if (last is not None and len(last) == len(missing)
-                and all(map(operator.is_, last, missing))):
-            missing = last   # the frames kept share one tuple (make_pack keeps a tuple as is)
-        pack = make_pack(name, tick, stamp, found, events, selection.map_window, missing,
-                         absent.notes, effective=now,
+        pack = make_pack(name, tick, stamp, found, events, selection.map_window,
+                         _missing_sorted(selection), absent.notes, effective=now,
                          readmitted=sorted(returned, key=lambda r: r.key),
-                         encodings=self._encodings, summaries=selection.summaries)
-        self._missing_kept[name] = pack.missing
+                         encodings=caches.encodings, summaries=selection.summaries)
         # Kept only when nothing in it comes from outside the selection: no evicted event,
         # no readmission, no text of the log's latest events. (Stale keys' notes are the
         # cabin's: its version moves when one comes, goes or changes; evicted keys' notes
         # are counted by `absent.version`.)
         if len(events) == len(selection.events) and not returned and not selection.timely:
-            self._steady[name] = _Steady(selection.cabin, selection.cabin.version,
-                                         absent.version, selection.events,
-                                         selection.event_absent, selection.map_window,
-                                         map_missing, found, pack)
+            caches.steady[name] = _Steady(selection.cabin, selection.cabin.version,
+                                          absent.version, selection.events,
+                                          selection.event_absent, selection.map_window,
+                                          map_missing, found, pack)
         return pack
 
     def _absent_notes(self, selection: _Selection) -> _Absent:
@@ -773,30 +789,15 @@ class Assembler:
         """Note a selected key that is evicted (its age counts from its last use)."""
         record = self._ws.eviction_of(key) or self._ws.last_eviction(key)
         if record is None:
-            return self._note(key, MissingReason.EVICTED, 'evicted (record no longer in the log)')
+            return Missing(key, MissingReason.EVICTED, 'evicted (record no longer in the log)')
         # The text is made once per eviction (one record object per eviction).
-        kept = self._eviction_notes_used.get(key) or self._eviction_notes.get(key)
+        kept = self._caches.eviction_notes.get(key)
         if kept is None or kept[0] is not record:
             kept = (record, Missing(
                 key, MissingReason.EVICTED, f'evicted at tick {record.tick} ({record.reason}): '
                 f'importance {record.importance:.2f}, unused since its last use',
                 record.last_used))
-        self._eviction_notes_used[key] = kept
-        return kept[1]
-
-    def _note(self, key: str, reason: MissingReason, detail: str,
-              since: float | None = None) -> Missing:
-        """Return the note, the very object of the last tick when it is the same.
-
-        Retained frames then share their absent records instead of each tick
-        keeping its own copy of every selected key it does not serve.
-        """
-        spec = (key, reason, detail, since)
-        note = self._notes_used.get(spec) or self._notes.get(spec)
-        if note is None:
-            note = Missing(key, reason, detail, since)
-        self._notes_used[spec] = note
-        return note
+        return self._caches.eviction_notes.use(key, kept)[1]
 
     def _require_board(self, selection: _Selection, items: list) -> None:
         ws = self._ws

@@ -203,6 +203,7 @@ class ItemEncodings:
     A pack digest encodes every item and event; an assembler passes one of these
     to `make_pack` so an item or event unchanged since the last tick is not
     encoded again. What no pack used since the last `end_tick` is forgotten then.
+    Without it `make bench`'s three-cabin frame takes 1.38 ms instead of 0.64 (BENCHMARKS.md).
     """
 
     def __init__(self):
