@@ -34,7 +34,10 @@ def make_executor(context=None, kind: str = 'events') -> Executor:
     of each wait: with a board flood of ~14 000 msgs/s from another process (2 shared
     cores, 100 Hz ticks) it kept 95-98 ticks/s; a
     MultiThreadedExecutor with ingestion, tick and service callback groups kept
-    92-94 ticks/s: threads only add GIL hand-overs.
+    92-94 ticks/s: threads only add GIL hand-overs. On and off against `single`
+    (BENCHMARKS.md, "What each speed mechanism buys"): node CPU at 100 Hz + 1 kHz 21.0 %
+    (17.5-24.7) against 26.3 % (21.6-28.4), a flood taken at 11.1 k/s against 9.28 k/s:
+    every figure moves its way, but the spreads of the repeats overlap.
     """
     if kind == 'single':
         return SingleThreadedExecutor(context=context)
