@@ -35,9 +35,9 @@ def make_executor(context=None, kind: str = 'events') -> Executor:
     cores, 100 Hz ticks) it kept 95-98 ticks/s; a
     MultiThreadedExecutor with ingestion, tick and service callback groups kept
     92-94 ticks/s: threads only add GIL hand-overs. On and off against `single`
-    (BENCHMARKS.md, "What each speed mechanism buys"): node CPU at 100 Hz + 1 kHz 21.0 %
-    (17.5-24.7) against 26.3 % (21.6-28.4), a flood taken at 11.1 k/s against 9.28 k/s:
-    every figure moves its way, but the spreads of the repeats overlap.
+    (BENCHMARKS.md, "What each speed mechanism buys"): node CPU at 100 Hz + 1 kHz 21.1 %
+    (17.5-27.5) against 26.3 % (21.6-28.4), a flood taken at 10.5 k/s against 9.25 k/s:
+    the medians move its way, but the spreads of the repeats overlap.
     """
     if kind == 'single':
         return SingleThreadedExecutor(context=context)
