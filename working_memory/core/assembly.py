@@ -754,8 +754,9 @@ class Assembler:
                     evicted[key] = note
         events, last_events = selection.event_absent, state.events
         if events or last_events:
+            # Notes are made anew each tick: an equal one keeps the note the packs share.
             changed.update(key for key in events.keys() | last_events.keys()
-                           if events.get(key) is not last_events.get(key))
+                           if events.get(key) != last_events.get(key))
             state.events = dict(events)
         if changed:
             board, edit = cabin.absent, state.notes.mutate()
