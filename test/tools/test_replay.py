@@ -25,7 +25,7 @@ from working_memory.decision.conversions import decision_status_msg
 from working_memory.ros import conversions as conv
 from working_memory.tools import inspect
 from working_memory.tools.bag import BagWriter, full_typestore
-from working_memory.tools.recording import load_run
+from working_memory.tools.recording import frames_whole, load_recording, load_run
 from working_memory.tools.replay import agreement, format_agreement, recorded_settings, what_if
 
 TICKS = 12
@@ -190,12 +190,45 @@ def test_replay_reproduces_every_frame_of_the_run(tmp_path):
     assert recorded_settings(run).source == 'parameter events of /working_memory in the bag'
 
 
+def _projection(frame):
+    """Return what a recorded frame holds, its map windows as bytes (arrays do not compare)."""
+    return (frame.start_id, frame.tick, frame.stamp_ns, frame.digest, dict(frame.inputs),
+            frame.input_starts, frame.taken, {
+                cabin: (pack.items, pack.events, pack.missing, pack.summaries, pack.digest,
+                        pack.map_window.cells.tobytes(), pack.map_window.cells.shape)
+                for cabin, pack in frame.packs.items()})
+
+
+def test_a_run_holds_an_index_of_its_frames_and_reads_them_whole_again_one_at_a_time(tmp_path):
+    bag = write_run(tmp_path / 'run', growing=5)
+    run, whole = load_run(bag), load_recording(bag)
+    assert whole.whole and not run.recording.whole
+    # The index: every frame's receipt and digests, no pack's content.
+    assert [(f.start_id, f.tick, f.digest, f.inputs, f.input_starts, f.taken,
+             {c: p.digest for c, p in f.packs.items()}) for f in run.recording.frames] == [
+        (f.start_id, f.tick, f.digest, f.inputs, f.input_starts, f.taken,
+         {c: p.digest for c, p in f.packs.items()}) for f in whole.frames]
+    assert not any(p.items or p.events or p.missing or p.map_window.cells.size
+                   for f in run.recording.frames for p in f.packs.values())
+    # Read again, the frames are the whole recording's, windows included.
+    assert any(p.map_window.cells.size for f in whole.frames for p in f.packs.values())
+    assert [_projection(f) for f in frames_whole(run.recording)] == [
+        _projection(f) for f in whole.frames]
+    # The inputs are held as bytes and decoded when read.
+    board = run.inputs['/board']
+    assert [stamp for stamp, _ in board] == board.stamps and len(board) == TICKS
+    assert board[3][1].entries[1].key == 'sensor:0'   # tick 4's update
+    picked = board.subset([4, 2])
+    assert picked.stamps == [board.stamps[4], board.stamps[2]]
+    assert [msg.entries[1].key for _, msg in picked[0:2]] == ['sensor:1', 'sensor:3']
+
+
 def test_a_glob_of_keys_that_keep_going_stale_replays_exactly_and_why_reads_its_summary(
         tmp_path, capsys):
     bag = write_run(tmp_path / 'run', growing=25)
     run, result = replayed(bag)
     assert (result.ticks, result.agreeing) == (TICKS, TICKS)
-    pack = run.recording.frames[-1].packs['planner']
+    pack = load_recording(bag).frames[-1].packs['planner']
     (summary,) = pack.summaries
     # Tick 12: the 25 keys of each tick up to 11 went stale; the most valuable listed are
     # the three of importance 0.24 that went stale last.

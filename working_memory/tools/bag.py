@@ -10,10 +10,11 @@ itself carries (falling back to this package's .msg files and the Kilted types).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from rosbags.interfaces import (MessageDefinitionFormat, Qos, QosDurability,
                                 QosHistory, QosLiveliness, QosReliability, QosTime)
@@ -284,12 +285,13 @@ class MessageIds:
 
 @dataclass(frozen=True, slots=True)
 class BagMessage:
-    """One deserialized message: `stamp_ns` is the bag's receive time [ns]."""
+    """One deserialized message: `stamp_ns` is the bag's receive time [ns]; `data` its CDR."""
 
     topic: str
     msgtype: str
     stamp_ns: int
     msg: object
+    data: bytes = b''
 
 
 class BagReader:
@@ -345,7 +347,14 @@ class BagReader:
                 self.undecodable[connection.topic] = self.undecodable.get(
                     connection.topic, 0) + 1
                 continue
-            yield BagMessage(connection.topic, connection.msgtype, stamp_ns, msg)
+            yield BagMessage(connection.topic, connection.msgtype, stamp_ns, msg, data)
+
+    def decoder(self, msgtype: str) -> Callable[[bytes], object]:
+        """Return a function that deserializes a registered `msgtype`'s CDR bytes.
+
+        It keeps the bag's type definitions, not the bag: it works after `close()`.
+        """
+        return functools.partial(self._typestore.deserialize_cdr, typename=msgtype)
 
     def register(self, topics: Iterable[str]) -> list:
         """Register the message types of `topics` for decoding; return their connections."""

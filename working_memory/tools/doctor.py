@@ -354,7 +354,7 @@ def pressure(run: Run, settings: Settings, cabin: str | None = None,
     Without `fixes` only the measure (one replay).
     """
     pressing = Pressing(run, settings, cabin)
-    replay_into(run, settings, pressing)
+    replay_into(run, settings, pressing, packs=False)
     return pressing.result(lacked, fixes)
 
 
@@ -450,7 +450,7 @@ def _replayed(run: Run, settings: Settings, before: _Watch, kind: str, cabin: st
     """Replay the run with `values`; return the fix with what it gives."""
     changed = settings.with_values(values, f'{cabin} {what}'.strip())
     watch = _Watch(changed.manifests(), before.lacked)
-    for step in replay(run, changed):
+    for step in replay(run, changed, packs=False):
         watch.step(step)
     return Fix(kind, cabin, what, values, watch.evictions, dict(watch.losses),
                tuple(watch.alarms))

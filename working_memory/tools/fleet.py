@@ -224,7 +224,7 @@ def examine(path: str) -> BagResult:
             return BagResult(path, robot, False, 'no frames of a working-memory node')
         # One replay read three ways: the archaeology, the agreement, the pressure.
         dumb, agreeing, pressing = Archaeology(run, settings), Agreeing(), Pressing(run, settings)
-        replayer = replay_into(run, settings, dumb, agreeing, pressing)
+        replayer = replay_into(run, settings, dumb, agreeing, pressing, packs=False)
         found = dumb.result(check=False)
         lacked = tuple((d, tuple(lacked_by(d, found.findings))) for d in found.decisions)
         pressed = pressing.result(lacked={f.key for f in found.findings}, fixes=False)
@@ -320,7 +320,7 @@ def _replayed(run, settings: Settings, found) -> _Replayed:
         result.present[id(finding)] += 0
         for tick in finding.ticks:
             wanted.setdefault(tick, []).append(finding)
-    for step in replay(run, settings):
+    for step in replay(run, settings, packs=False):
         result.evictions += len(step.frame.evictions)
         result.alarms += bool(step.frame.capacity_alarm)
         for finding in wanted.get(step.recorded.tick, ()):

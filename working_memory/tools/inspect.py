@@ -162,7 +162,7 @@ def board_since(bag: str, recording: Recording, key: str) -> int | None:
     """
     try:
         run = load_run(bag, recording)
-        steps = Replay(run, recorded_settings(run)).steps() if run.inputs else ()
+        steps = Replay(run, recorded_settings(run)).steps(packs=False) if run.inputs else ()
         return next((step.recorded.tick for step in steps if key in step.truth.board), None)
     except (BagError, RecordingError, ReplayError, ValueError):
         return None

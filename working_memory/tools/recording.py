@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections import Counter
+import sys
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -108,6 +109,11 @@ class MapWindow:
         height, width = self.cells.shape
         return (self.origin_x, self.origin_x + width * self.resolution,
                 self.origin_y, self.origin_y + height * self.resolution)
+
+
+# How many frames `frames_whole` reads past the one it yields, looking for its windows.
+FRAMES_AHEAD = 64
+NO_WINDOW = MapWindow(np.zeros((0, 0), dtype=np.int8), 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +230,10 @@ class Recording:
     # (tick, cabin, digest) of each pack whose window the bag lacks (its window topic
     # was not recorded): those packs' map_window is empty.
     windows_missing: tuple[tuple[int, str, str], ...] = ()
+    # False: an index (load_run's): each frame's receipt and digests, its packs' digests
+    # only (no items, events, windows), no diagnostics; `frames_whole` reads the frames
+    # whole again.
+    whole: bool = True
     _by_tick: dict[int, FrameRecord] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -300,19 +310,21 @@ def _since(missing) -> float | None:
 
 def load_recording(path: str | Path, *, frame_topic: str | None = None,
                    evictions_topic: str | None = None,
-                   diagnostics_topic: str | None = None) -> Recording:
+                   diagnostics_topic: str | None = None, whole: bool = True) -> Recording:
     """Load a bag recorded by the recorder node (or `ros2 bag record`).
 
     A topic left None is found by type; several topics of one type need an explicit
     choice. Frames are required, evictions (EvictionBatch, or one Eviction per message
     in older bags) and diagnostics optional. Packs that name their map window by digest
     get it from the bag's MapWindow topics (every one is read), checked against it.
+    Not `whole`: the recording's index (see `Recording.whole`), no window or diagnostic read.
     """
     with BagReader(path) as reader:
         frames_at = pick_topic(reader, FRAME_TYPE, frame_topic, required=True)
         evictions_at = pick_topic(reader, (EVICTION_BATCH_TYPE, EVICTION_TYPE), evictions_topic)
-        diagnostics_at = pick_topic(reader, DIAGNOSTICS_TYPE, diagnostics_topic)
-        window_topics = sorted(t for t, typ in reader.topics.items() if typ == WINDOW_TYPE)
+        diagnostics_at = pick_topic(reader, DIAGNOSTICS_TYPE, diagnostics_topic) if whole else None
+        window_topics = sorted(t for t, typ in reader.topics.items()
+                               if typ == WINDOW_TYPE and whole)
         topics = [topic for topic in (frames_at, evictions_at, diagnostics_at) if topic]
         topics += window_topics
         reader.register(topics)
@@ -326,7 +338,7 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
         for message in reader.messages(topics):
             if message.topic == frames_at:
                 # A latched frame can be delivered twice (a reconnect); keep the first copy.
-                frame = frame_record(message.msg, message.stamp_ns * 1e-9, names)
+                frame = frame_record(message.msg, message.stamp_ns * 1e-9, names, whole)
                 starts.setdefault(frame.start_id, len(starts))
                 frames.setdefault((frame.start_id, frame.tick), frame)
             elif message.msgtype == WINDOW_TYPE:
@@ -346,7 +358,61 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
     return Recording(Path(path), tuple(joined),
                      tuple(sorted(evictions, key=lambda e: (e.tick, e.stamp))), tuple(diagnostics),
                      readmissions=tuple(sorted(readmissions, key=lambda r: r.tick)),
-                     frame_topic=frames_at, windows_missing=tuple(missing))
+                     frame_topic=frames_at, windows_missing=tuple(missing), whole=whole)
+
+
+def frames_whole(index: Recording, windows_kept: int = 256) -> Iterator[FrameRecord]:
+    """Yield the frames of a recording's index whole, in its order, reading the bag again.
+
+    One frame at a time: the bag's order is the order of receipt, the index's by node
+    start and tick (a latched frame delivered twice once), so a frame read early waits
+    for its turn. A pack's window is one of the last `windows_kept` windows read, read
+    on until it comes when the bag holds it after the frame (up to FRAMES_AHEAD frames on);
+    a window the bag lacks leaves the pack's map empty, as `load_recording` does.
+    """
+    if index.whole:
+        yield from index.frames
+        return
+    with BagReader(index.path) as reader:
+        window_topics = sorted(t for t, typ in reader.topics.items() if typ == WINDOW_TYPE)
+        topics = [index.frame_topic, *window_topics]
+        reader.register(topics)
+        names = ConstantNames(reader)
+        messages = reader.messages(topics)
+        ahead: dict[tuple[str, int], FrameRecord] = {}
+        windows: OrderedDict[tuple[str, str], MapWindow] = OrderedDict()
+        done: set[tuple[str, int]] = set()
+
+        def read_one() -> bool:
+            message = next(messages, None)
+            if message is None:
+                return False
+            if message.topic == index.frame_topic:
+                frame = frame_record(message.msg, message.stamp_ns * 1e-9, names)
+                key = frame.start_id, frame.tick
+                if key not in done:
+                    ahead.setdefault(key, frame)
+            else:
+                key = message.msg.cabin, message.msg.digest
+                windows[key] = window_record(message.msg, message.topic)
+                windows.move_to_end(key)
+                if len(windows) > windows_kept:
+                    windows.popitem(last=False)
+            return True
+
+        for wanted in index.frames:
+            key = wanted.start_id, wanted.tick
+            while key not in ahead:
+                if not read_one():
+                    raise RecordingError(f'{index.path}: frame {key[1]} of node start '
+                                         f'{key[0]!r} not found reading the bag again')
+            lacking = [(cabin, pack.map_window_digest) for cabin, pack in ahead[key].packs.items()
+                       if pack.map_window_digest and not pack.map_window.cells.size]
+            while (window_topics and len(ahead) < FRAMES_AHEAD
+                   and any(name not in windows for name in lacking) and read_one()):
+                pass
+            done.add(key)
+            yield join_windows([ahead.pop(key)], windows)[0][0]
 
 
 def window_record(msg, topic: str) -> MapWindow:
@@ -416,11 +482,19 @@ def describe_topics(topics: Mapping[str, str]) -> str:
 
 
 class ConstantNames:
-    """Names of the message constants as the bag defines them (reasons, kinds, levels)."""
+    """Names of the message constants as the bag defines them (reasons, kinds, levels).
+
+    It also keeps one copy of the values frames repeat (`shared`).
+    """
 
     def __init__(self, reader: BagReader) -> None:
         self._reader = reader
         self._cache: dict[str, dict[int, str]] = {}
+        self._shared: dict[tuple, tuple] = {}
+
+    def shared(self, value: tuple) -> tuple:
+        """Return the first of the values equal to `value` seen (one copy of each)."""
+        return self._shared.setdefault(value, value)
 
     def name(self, msgtype: str, value: int) -> str:
         """Return the name of constant `value` of `msgtype`, or the number as text."""
@@ -429,19 +503,27 @@ class ConstantNames:
         return self._cache[msgtype].get(int(value), str(int(value)))
 
 
-def frame_record(msg, received: float, names: ConstantNames) -> FrameRecord:
-    """Convert a ContextFrame message received at `received` [s]."""
+def frame_record(msg, received: float, names: ConstantNames, whole: bool = True
+                 ) -> FrameRecord:
+    """Convert a ContextFrame message received at `received` [s]; not `whole`: for an index.
+
+    The topic names and the input starts, alike from frame to frame, are shared (`names`).
+    """
     packs = {pack.cabin: pack_record(pack, names, f'tick {msg.tick} cabin {pack.cabin}')
+             if whole else PackRecord(pack.cabin, (), (), NO_WINDOW, (), pack.digest,
+                                      getattr(pack, 'map_window_digest', ''))
              for pack in msg.packs}
     stamp = msg.header.stamp
-    inputs = {count.topic: int(count.received) for count in getattr(msg, 'inputs', ())}
+    inputs = {sys.intern(count.topic): int(count.received)
+              for count in getattr(msg, 'inputs', ())}
     started = getattr(msg, 'started', None)
     return FrameRecord(int(msg.tick), seconds(stamp), received, msg.digest, packs,
                        stamp.sec * 1_000_000_000 + stamp.nanosec, inputs,
                        0.0 if started is None else seconds(started),
                        bool(getattr(msg, 'resyncing', False)), str(getattr(msg, 'start_id', '')),
-                       tuple((start.topic, bytes(start.publisher), int(start.first))
-                             for start in getattr(msg, 'input_starts', ())),
+                       names.shared(tuple((sys.intern(start.topic), bytes(start.publisher),
+                                           int(start.first))
+                                          for start in getattr(msg, 'input_starts', ()))),
                        tuple((int(index), int(count)) for index, count in zip(
                            getattr(msg, 'taken_from', ()), getattr(msg, 'taken_count', ()))),
                        bool(getattr(msg, 'restart', False)))
@@ -502,7 +584,8 @@ INPUT_TYPES = ('working_memory/msg/BoardUpdate', EVENT_TYPE, 'nav_msgs/msg/Occup
 class DecisionRecord:
     """One DecisionStatus: what `cabin` decided on the frame (tick, digest); times [s].
 
-    `detail` is the decoded JSON detail (None when empty or not JSON).
+    `detail` is the decoded JSON detail (None when empty or not JSON), decoded when read:
+    the text takes a fifth of the decoded memory, and a run holds every decision.
     """
 
     stamp: float
@@ -511,7 +594,15 @@ class DecisionRecord:
     tick: int
     digest: str
     decision: str
-    detail: object
+    detail_json: str
+
+    @property
+    def detail(self) -> object:
+        """Decode the JSON detail: None when empty or not JSON."""
+        try:
+            return json.loads(self.detail_json) if self.detail_json else None
+        except ValueError:
+            return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -529,11 +620,42 @@ class ParameterChange:
     values: Mapping[str, object]
 
 
+class Messages(Sequence):
+    """One input topic's recorded messages, (bag time [ns], message) each, in bag order.
+
+    It holds the messages' CDR bytes, not the messages: each is decoded (by rosbags) when
+    read, and a replay reads each once; the bytes take a fifth of the decoded messages'
+    memory. `stamps` are the bag times alone.
+    """
+
+    def __init__(self, stamps: list[int], data: list[bytes], decode: Callable[[bytes], object]):
+        self.stamps, self._data, self._decode = stamps, data, decode
+
+    def __len__(self) -> int:
+        return len(self.stamps)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [(self.stamps[i], self._decode(self._data[i]))
+                    for i in range(*index.indices(len(self.stamps)))]
+        return self.stamps[index], self._decode(self._data[index])
+
+    def __iter__(self) -> Iterator[tuple[int, object]]:
+        return ((stamp, self._decode(data)) for stamp, data in zip(self.stamps, self._data))
+
+    def subset(self, indices: Sequence[int]) -> Messages:
+        """Return the messages at `indices`, in that order (the bytes are shared)."""
+        return Messages([self.stamps[i] for i in indices], [self._data[i] for i in indices],
+                        self._decode)
+
+
 @dataclass(frozen=True)
 class Run:
     """A bag of the whole loop: the recording, the input messages, configuration, decisions.
 
-    `inputs` holds each input topic's messages (rosbags objects, bag order) with their
+    `recording` is the bag's index (`Recording.whole` False; `frames_whole(run.recording)`
+    reads the frames whole) unless `load_run` was given the recording whole.
+    `inputs` holds each input topic's messages (`Messages`, bag order) with their
     bag time [ns]; `event_kinds` the LogEvent kind constants as the bag defines them;
     `undecodable` counts, per topic, messages rosbags could not decode (left out).
     `message_ids` holds, per input topic whose every message the recorder identified, each
@@ -541,7 +663,7 @@ class Run:
     """
 
     recording: Recording
-    inputs: Mapping[str, tuple[tuple[int, object], ...]]
+    inputs: Mapping[str, Messages]
     input_types: Mapping[str, str]
     parameters: tuple[ParameterChange, ...]
     decisions: tuple[DecisionRecord, ...]
@@ -553,8 +675,12 @@ class Run:
 
 
 def load_run(path: str | Path, recording: Recording | None = None) -> Run:
-    """Load everything a replay needs from the bag at `path` (and `recording`, if loaded)."""
-    recording = recording or load_recording(path)
+    """Load everything a replay needs from the bag at `path` (and `recording`, if loaded).
+
+    Its memory grows with the bag's input bytes, receipts and decisions, not with its
+    frames' packs and windows (left in the bag when no `recording` is given).
+    """
+    recording = recording or load_recording(path, whole=False)
     with BagReader(path) as reader:
         topics = reader.topics
         # The node names its inputs in every frame's receipt.
@@ -567,24 +693,28 @@ def load_run(path: str | Path, recording: Recording | None = None) -> Run:
         reader.register(input_topics + decision_topics + parameter_topics + id_topics)
         kinds = reader.constant_names(EVENT_TYPE)
         value_fields = _parameter_value_fields()
-        inputs: dict[str, list] = {topic: [] for topic in input_topics}
+        inputs: dict[str, tuple[list, list]] = {topic: ([], []) for topic in input_topics}
         decisions, parameters, id_batches = [], [], []
         for message in reader.messages(input_topics + decision_topics + parameter_topics
                                        + id_topics, skip_undecodable=True):
             if message.topic in inputs:
-                inputs[message.topic].append((message.stamp_ns, message.msg))
+                stamps, data = inputs[message.topic]
+                stamps.append(message.stamp_ns)
+                data.append(bytes(message.data))
             elif message.msgtype == IDS_TYPE:
-                id_batches.append(message.msg)
+                if message.msg.topic in inputs:
+                    id_batches.append(message.msg)
             elif message.msgtype == DECISION_TYPE:
                 decisions.append(decision_record(message.msg, message.stamp_ns * 1e-9))
             else:
                 parameters.append(parameter_change(message.msg, value_fields))
         undecodable = dict(reader.undecodable)
         custom_data = reader.custom_data
-    ids = {topic: held for topic, held in message_ids(id_batches).items()
-           if topic in inputs and len(held) == len(inputs[topic])
-           and not undecodable.get(topic)}
-    return Run(recording, {topic: tuple(messages) for topic, messages in inputs.items()},
+        held = {topic: Messages(stamps, data, reader.decoder(topics[topic]))
+                for topic, (stamps, data) in inputs.items()}
+    ids = {topic: ids for topic, ids in message_ids(id_batches).items()
+           if topic in held and len(ids) == len(held[topic]) and not undecodable.get(topic)}
+    return Run(recording, held,
                {topic: topics[topic] for topic in input_topics}, tuple(parameters),
                tuple(decisions), kinds, undecodable, tuple(parameter_topics), custom_data, ids)
 
@@ -609,12 +739,8 @@ def message_ids(batches) -> dict[str, tuple[tuple[bytes, int], ...]]:
 
 def decision_record(msg, received: float) -> DecisionRecord:
     """Convert a DecisionStatus received at `received` [s]."""
-    try:
-        detail = json.loads(msg.detail) if msg.detail else None
-    except ValueError:
-        detail = None
-    return DecisionRecord(seconds(msg.header.stamp), received, msg.cabin, int(msg.tick),
-                          msg.digest, msg.decision, detail)
+    return DecisionRecord(seconds(msg.header.stamp), received, sys.intern(msg.cabin),
+                          int(msg.tick), msg.digest, sys.intern(msg.decision), msg.detail)
 
 
 def _parameter_value_fields() -> dict[int, str | None]:

@@ -58,7 +58,8 @@ from working_memory.engine.params_files import (ParamsFileError, flatten, node_p
 from working_memory.engine.source_map import (FieldType, SourceError, SourceSpec, TypeInfo,
                                               load_sources)
 from working_memory.tools.bag import WRITERS_KEY, full_typestore, share_dir
-from working_memory.tools.recording import FrameRecord, PackRecord, Run, describe_ticks
+from working_memory.tools.recording import (FrameRecord, Messages, PackRecord, Run,
+                                            describe_ticks, frames_whole)
 
 FRAME_SUFFIX = '/frame'
 # Inputs a node gets the last of when it subscribes, however old (transient local).
@@ -241,7 +242,8 @@ class Step:
     """One replayed tick: the recorded frame, the replayed one, and the truth behind it.
 
     `truth` (the engine: board mirror, event log, map, pose as the node held them) and
-    `working_set` are live: read them before asking for the next step.
+    `working_set` are live: read them before asking for the next step. Without
+    `packs_read` the recorded frame is the run's index of it (its packs' digests only).
     """
 
     recorded: FrameRecord
@@ -250,6 +252,7 @@ class Step:
     working_set: WorkingSet
     manifests: Mapping[str, Manifest]
     notes: tuple[str, ...]
+    packs_read: bool = True
 
     @property
     def agrees(self) -> bool:
@@ -273,7 +276,7 @@ class Replay:
         self._pose_topic = None if pose_topic is None else '/' + pose_topic.lstrip('/')
         self._stamps: dict[str, list[int]] = {}
         # This node start's inputs (its own answers only) and where its receipts count from.
-        self._inputs: dict[str, tuple] = dict(run.inputs)
+        self._inputs: dict[str, Messages] = dict(run.inputs)
         self._base: dict[str, int] = {topic: 0 for topic in run.inputs}
         # Topics applied by bag time: a restarted node's, in a bag without message ids.
         self._by_time: set[str] = set()
@@ -297,17 +300,20 @@ class Replay:
         self._unstamped_keys: dict[str, None] = {}
         self._unstamped_events = 0
 
-    def steps(self) -> Iterator[Step]:
+    def steps(self, packs: bool = True) -> Iterator[Step]:
         """Yield one Step per recorded frame, in tick order.
 
         A frame with a new `start_id` is a restarted node's: the replay starts again
         from an empty memory, as it did, and takes its receipts as counting anew.
+        Without `packs` each step's recorded frame is the run's index of it (receipt and
+        digests: see `Recording.whole`), and the bag's frames are not read again.
         """
         started = None
         applied = {topic: 0 for topic in self.run.inputs}
         later = [change for change in self.run.parameters
                  if change.node == self.settings.node]
-        for recorded in self.run.recording.frames:
+        frames = frames_whole(self.run.recording) if packs else self.run.recording.frames
+        for recorded in frames:
             notes = []
             if recorded.start_id != started:
                 restart = started is not None
@@ -324,7 +330,7 @@ class Replay:
             tick = engine.tick(recorded.stamp_ns * 1e-9, recorded.tick, recorded.resyncing)
             self._observe.ticked(recorded.stamp_ns * 1e-9)
             yield Step(recorded, tick.frame, engine, engine.working_set, engine.manifests,
-                       tuple(notes))
+                       tuple(notes), packs)
 
     def _empty_memory(self, first: FrameRecord, applied: dict[str, int],
                       restart: bool) -> Engine:
@@ -351,13 +357,12 @@ class Replay:
         self._inputs = dict(self.run.inputs)
         self._publishers = {}
         for topic in exact:
-            taken = self._taken(topic, first.start_id)
-            self._inputs[topic] = tuple(stamp_msg for stamp_msg, _ in taken)
-            self._publishers[topic] = tuple(publisher for _, publisher in taken)
+            self._inputs[topic], self._publishers[topic] = self._taken(topic, first.start_id)
         for topic in self._answer_topics - exact:
-            self._inputs[topic] = tuple(
-                (stamp, msg) for stamp, msg in self._inputs[topic]
-                if inputs.answers(msg, first.start_id))
+            answers = self._inputs[topic]
+            self._inputs[topic] = answers.subset([
+                index for index, (_, msg) in enumerate(answers)
+                if inputs.answers(msg, first.start_id)])
         self._stamps = {}
         self._base = {topic: 0 for topic in self._inputs}
         self._by_time = set() if not restart else {
@@ -369,7 +374,7 @@ class Replay:
             if topic in self._by_time:
                 # What the bag got before the node started never reached it, but the last
                 # of a latched topic (the map), which it gets again.
-                stamps = [stamp for stamp, _ in self._inputs[topic]]
+                stamps = self._inputs[topic].stamps
                 before = bisect.bisect_right(stamps, first.started * 1e9)
                 latched = self.run.input_types[topic] in LATCHED_INPUTS
                 applied[topic] = max(0, before - 1) if latched else before
@@ -390,23 +395,26 @@ class Replay:
         return {topic for topic in self.run.message_ids
                 if topic in starts or not last.inputs.get(topic, 0)}
 
-    def _taken(self, topic: str, start_id: str) -> list[tuple[tuple, bytes]]:
+    def _taken(self, topic: str, start_id: str) -> tuple[Messages, tuple[bytes, ...]]:
         """Return the recorded messages on `topic` that node start `start_id` took, in order.
 
         Each publisher's from the first the node took on (its frames' input starts);
         the answers to its resync in the order the node took them (the order it first
         heard their writers, each answering a node start once; the receipts count no
-        other answer). Each is ((bag time, message), its publisher).
+        other answer). Returned with each one's publisher.
         """
         firsts = self._starts.get(start_id, {}).get(topic, {})
-        taken = [(stamp_msg, publisher, sequence) for stamp_msg, (publisher, sequence)
-                 in zip(self.run.inputs[topic], self.run.message_ids[topic])
+        messages = self.run.inputs[topic]
+        taken = [(index, publisher, sequence)
+                 for index, (publisher, sequence) in enumerate(self.run.message_ids[topic])
                  if publisher in firsts and sequence >= firsts[publisher]]
         if topic in self._answer_topics:
             order = {publisher: index for index, publisher in enumerate(firsts)}
-            taken = sorted((item for item in taken if inputs.answers(item[0][1], start_id)),
+            taken = sorted((item for item in taken
+                            if inputs.answers(messages[item[0]][1], start_id)),
                            key=lambda item: (order[item[1]], item[2]))
-        return [(stamp_msg, publisher) for stamp_msg, publisher, _ in taken]
+        return (messages.subset([index for index, _, _ in taken]),
+                tuple(publisher for _, publisher, _ in taken))
 
     def _apply_inputs(self, engine: Engine, recorded: FrameRecord,
                       applied: dict[str, int]) -> Iterator[str]:
@@ -420,7 +428,7 @@ class Replay:
         frame_ns = recorded.received * 1e9
         pending = []
         for topic, messages in self._inputs.items():
-            stamps = self._stamps.setdefault(topic, sorted(stamp for stamp, _ in messages))
+            stamps = self._stamps.setdefault(topic, sorted(messages.stamps))
             by_time = bisect.bisect_right(stamps, frame_ns)
             receipts = bool(recorded.inputs) and topic not in self._by_time
             wanted = (self._base[topic] + recorded.inputs[topic] if receipts
@@ -665,9 +673,9 @@ class _Observer:
             self._latest = tick_s
 
 
-def replay(run: Run, settings: Settings) -> Iterator[Step]:
-    """Yield the replayed steps of `run` under `settings`."""
-    return Replay(run, settings).steps()
+def replay(run: Run, settings: Settings, packs: bool = True) -> Iterator[Step]:
+    """Yield the replayed steps of `run` under `settings` (`packs`: see `Replay.steps`)."""
+    return Replay(run, settings).steps(packs)
 
 
 # -- comparing packs ---------------------------------------------------------------
@@ -709,6 +717,10 @@ def pack_differences(step: Step) -> list[str]:
             lines.append(f'{cabin}: no pack in the replay (cabin not in the manifests)')
             continue
         if replayed.digest == recorded.digest:
+            continue
+        if not step.packs_read:
+            lines.append(f'{cabin}: the digests differ (the recorded pack was not read: '
+                         'replay with its packs to see how)')
             continue
         extra = sorted(replayed_keys(step.frame, cabin) - recorded_keys(recorded))
         lacking = sorted(recorded_keys(recorded) - replayed_keys(step.frame, cabin))
@@ -783,14 +795,15 @@ class Agreeing:
         return Agreement(self.ticks, self.agreeing, tuple(self.mismatches), dict(replayer.late))
 
 
-def replay_into(run: Run, settings: Settings, *watchers: Callable[[Step], None]) -> Replay:
+def replay_into(run: Run, settings: Settings, *watchers: Callable[[Step], None],
+                packs: bool = True) -> Replay:
     """Replay `run` once, handing every step to each of `watchers` in turn; return the replay.
 
     One pass serves several readings of the same replay (the archaeology, the agreement,
-    the pressure): each watcher reads a step while it is live.
+    the pressure): each watcher reads a step while it is live. `packs`: see `Replay.steps`.
     """
     replayer = Replay(run, settings)
-    for step in replayer.steps():
+    for step in replayer.steps(packs):
         for watch in watchers:
             watch(step)
     return replayer
@@ -835,7 +848,7 @@ def what_if(run: Run, recorded: Settings, changed: Settings,
     why: dict[tuple[str, str, str], str] = {}
     alarms, recorded_alarms = [], []
     evictions = recorded_evictions = ticks = 0
-    for exact, step in zip(replay(run, recorded), replay(run, changed)):
+    for exact, step in zip(replay(run, recorded, packs=False), replay(run, changed)):
         ticks += 1
         tick = step.recorded.tick
         evictions += len(step.frame.evictions)

@@ -570,7 +570,7 @@ def suggest(run: Run, settings: Settings, cabin: str | None = None,
     """
     archaeology = Archaeology(run, settings, cabin)
     if archaeology.at:
-        replay_into(run, settings, archaeology)
+        replay_into(run, settings, archaeology, packs=False)
     return archaeology.result(check)
 
 
@@ -582,7 +582,7 @@ def check_patch(run: Run, settings: Settings, patch: Mapping[str, Mapping[str, A
     wanted = {(f.cabin, f.key): set(f.ticks) for f in findings}
     alarms = []
     patched = settings.with_values(patch_values(patch), 'the suggested patch')
-    for step in replay(run, patched):
+    for step in replay(run, patched, packs=False):
         tick = step.recorded.tick
         if step.frame.capacity_alarm:
             alarms.append(tick)
