@@ -34,6 +34,7 @@ from working_memory.engine.source_map import load_sources
 from working_memory.ros import collector
 from working_memory.ros import qos
 from working_memory.ros.diagnostics_topic import DiagnosticsTopic
+from working_memory.ros.graph import publisher_node
 from working_memory.ros.intake import Intake
 from working_memory.ros.outputs import Outputs
 from working_memory.ros.parameters import NodeParameters, changed
@@ -41,7 +42,7 @@ from working_memory.ros.services import FrameServices
 from working_memory.ros.sources import describe
 from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.subscriptions import InputLog, Subscriptions
-from working_memory.ros.ticking import EXECUTORS, TickTimer, make_executor
+from working_memory.ros.ticking import TickTimer
 
 # Jumps that switch clocks (use_sim_time set at runtime), not a reset of the same clock.
 CLOCK_SWITCHES = (ClockChange.ROS_TIME_ACTIVATED, ClockChange.ROS_TIME_DEACTIVATED)
@@ -209,7 +210,7 @@ class WorkingMemoryNode(LifecycleNode):
                 raise ValueError(f'trigger_topic: {error}') from None
         self._outputs = Outputs(self, engine, self._publishers_of)
         self._frame_services = FrameServices(self, engine, self._outputs.encoder,
-                                             lambda: self._active, self._tick_if_due)
+                                             lambda: self._active)
         # Any backward jump (a simulation reset) starts a new epoch; a switch to or from
         # ROS time (use_sim_time set at runtime) moves the tick grid.
         self._jump_handle = self.get_clock().create_jump_callback(
@@ -276,11 +277,6 @@ class WorkingMemoryNode(LifecycleNode):
             self._ticker.destroy()
             self._ticker = None
 
-    def _tick_if_due(self) -> None:
-        """Tick first if the tick is due but queued behind this callback (ros/ticking.py)."""
-        if self._ticker is not None:
-            self._ticker.tick_if_due()
-
     def _on_tick(self) -> None:
         """Make one tick of the engine, then publish its frame, evictions and diagnostics."""
         started = time.perf_counter()
@@ -306,9 +302,13 @@ class WorkingMemoryNode(LifecycleNode):
             self._engine.receipts.names[ANSWER_TOPIC])}
 
     def _publishers_of(self, topic: str) -> list[tuple[str, bytes]]:
-        """Return (fully qualified node name, gid) of each publisher of `topic` in the graph."""
-        return [(f'{info.node_namespace.rstrip("/")}/{info.node_name}', bytes(info.endpoint_gid))
-                for info in self.get_publishers_info_by_topic(topic)]
+        """Return (fully qualified node name, gid) of each publisher of `topic` in the graph.
+
+        A publisher whose node the graph does not name yet is left out: not shown yet.
+        """
+        return [(node, bytes(info.endpoint_gid))
+                for info in self.get_publishers_info_by_topic(topic)
+                if (node := publisher_node(info)) is not None]
 
     def _twin_status(self) -> Status:
         """Return the `twins` status; log a newly seen twin as an error."""
@@ -368,7 +368,6 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _on_intake(self) -> None:
         """Take queued inputs between ticks; leave room for a tick."""
-        self._tick_if_due()
         self._inputs.intake.round(None if self._ticker is None else self._ticker.until_next_ns())
 
     def _on_trigger(self, msg: Empty) -> None:
@@ -387,8 +386,6 @@ def main(args: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='working_memory_node')
     parser.add_argument('--autostart', action='store_true',
                         help='configure and activate at start')
-    parser.add_argument('--executor', choices=EXECUTORS, default='events',
-                        help='rclpy executor to spin in (default: %(default)s)')
     options = parser.parse_args(own_arguments(args if args is not None else sys.argv)[1:])
 
     def autostart(node: WorkingMemoryNode) -> bool:
@@ -398,5 +395,4 @@ def main(args: list[str] | None = None) -> int:
 
     collector.freeze_after_full_collections()
     return run_node(WorkingMemoryNode, args, start=autostart,
-                    make_executor=lambda: make_executor(kind=options.executor),
                     finished=lambda node: node.finalized)
