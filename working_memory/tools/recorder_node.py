@@ -36,6 +36,7 @@ from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, Q
                                 QosTime)
 
 from working_memory.msg import RecordedIds
+from working_memory.ros.graph import publisher_node
 from working_memory.ros.intake import Intake
 from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.usage import parse_node_options
@@ -147,8 +148,9 @@ class RecorderNode(Node):
         """
         infos = self.get_publishers_info_by_topic(topic)
         for info in infos:
-            self._writers.setdefault(_gid(info),
-                                     f'{info.node_namespace.rstrip("/")}/{info.node_name}')
+            node = publisher_node(info)   # None until the graph names it: asked again later
+            if node is not None:
+                self._writers.setdefault(_gid(info), node)
         return {_gid(info): bag_qos(info.qos_profile) for info in infos}
 
     def _subscribe(self, topic: str, msgtype: str, offers: dict[str, Qos]) -> None:
