@@ -13,13 +13,13 @@ import pytest
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import OccupancyGrid
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 
 from working_memory.msg import BoardUpdate, ContextFrame, EvictionBatch, LogEvent
 from working_memory.ros import qos
 from working_memory.ros.node import WorkingMemoryNode
+from working_memory.ros.ticking import make_executor
 from working_memory.srv import Assemble, Explain
 from working_memory.tools.recording import load_run
 from working_memory.tools.replay import Agreement, Settings, agreement
@@ -39,8 +39,8 @@ def context():
 
 @pytest.fixture
 def executor(context):
-    """Yield the executor the node runs in (rclpy's single-threaded one), shut down after."""
-    executor = SingleThreadedExecutor(context=context)
+    """Yield the executor arrangement the node runs in (`make_executor`), shut down after."""
+    executor = make_executor(context)
     yield executor
     # Destroyed before the shutdown, which forgets the executor's nodes.
     for node in list(executor.get_nodes()):

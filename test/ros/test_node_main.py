@@ -19,15 +19,16 @@ from working_memory.ros import qos
 MAIN = 'import sys; from working_memory.ros.node import main; sys.exit(main())'
 
 
-def test_main_autostarts_publishes_and_exits_cleanly_on_sigint(context, add_node, spin_until,
-                                                               namespace, tmp_path):
+@pytest.mark.parametrize('kind', ['single', 'events'])
+def test_main_autostarts_publishes_and_exits_cleanly_on_sigint(kind, context, add_node,
+                                                               spin_until, namespace, tmp_path):
     frames = []
     probe = add_node(rclpy.create_node('main_probe', namespace=namespace, context=context))
     probe.create_subscription(ContextFrame, 'working_memory/frame', frames.append,
                               qos.frame_qos())
     # cwd away from the source tree: the interfaces are importable from the install only.
     node = subprocess.Popen(
-        [sys.executable, '-c', MAIN, '--autostart',
+        [sys.executable, '-c', MAIN, '--autostart', '--executor', kind,
          '--ros-args', '-r', f'__ns:={namespace}',
          '-p', 'cabin_names:=[planner]', '-p', 'cabins.planner.board_keys:=[pose]',
          '-p', 'tick_hz:=50.0'], cwd=tmp_path)

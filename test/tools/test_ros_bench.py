@@ -77,9 +77,9 @@ def test_bulk_config_is_one_cabin_selecting_every_item_key(tmp_path):
 
 
 def test_the_runs_parameters_follow_the_group_ones_on_the_nodes_command_line():
-    settings = Settings(node=('other_node', '--log-level', 'debug'), params=('capacity:=64',))
+    settings = Settings(node=('other_node', '--executor', 'single'), params=('capacity:=64',))
     command = settings.command(100.0, overrides=('map_windows:=inline',))
-    assert command[:4] == ['other_node', '--log-level', 'debug', '--autostart']
+    assert command[:4] == ['other_node', '--executor', 'single', '--autostart']
     overrides = [command[i + 1] for i, arg in enumerate(command) if arg == '-p']
     assert overrides == ['tick_hz:=100.0', 'diagnostics_period_s:=0.5', 'capacity:=64',
                          'map_windows:=inline']

@@ -42,7 +42,7 @@ from working_memory.ros.services import FrameServices
 from working_memory.ros.sources import describe
 from working_memory.ros.spin import own_arguments, run_node
 from working_memory.ros.subscriptions import InputLog, Subscriptions
-from working_memory.ros.ticking import TickTimer
+from working_memory.ros.ticking import EXECUTORS, TickTimer, make_executor
 
 # Jumps that switch clocks (use_sim_time set at runtime), not a reset of the same clock.
 CLOCK_SWITCHES = (ClockChange.ROS_TIME_ACTIVATED, ClockChange.ROS_TIME_DEACTIVATED)
@@ -62,13 +62,10 @@ class WorkingMemoryNode(LifecycleNode):
         `board` (BoardUpdate), `map` (nav_msgs/OccupancyGrid, latched), `log` (LogEvent),
         `odom` (nav_msgs/Odometry) or `pose` (geometry_msgs/PoseStamped) per `pose_source`,
         `trigger_topic` (std_msgs/Empty) when set; each source's topic of `sources_file`
-        (its own message type, ros/sources.py; taken as `board` and `log` are), mapped to
-        board entries and events.
-        Inputs are taken while inactive too: the board mirror must not miss a change
-        while the node is paused. All but the trigger
-        belong to the helper node `<name>_inputs` and are taken in batches (ros/ticking.py
-        `Intake`: far less CPU at a 1 kHz board than one executor wake-up per message,
-        and each message's info, whose publisher and number the receipts name).
+        (its own type, ros/sources.py), mapped to board entries and events. Taken while
+        inactive too (the board mirror misses no change while paused); all but the trigger
+        on the helper node `<name>_inputs`, in batches (ros/intake.py `Intake`: far less
+        CPU than an executor wake-up per message, and each message's info).
     Publishers (lifecycle: silent unless active):
         `~/frame` (ContextFrame, reliable + transient local + keep last 1),
         `~/evictions` (EvictionBatch, in ticks with evictions or readmissions),
@@ -82,8 +79,7 @@ class WorkingMemoryNode(LifecycleNode):
         `/diagnostics` (diagnostic_msgs/DiagnosticArray), statuses named
         `<fully qualified node name>: <status>`: per tick while active, else a
         `lifecycle` status every diagnostics_period_s (ERROR after a failed configure).
-    Services (answer only while active):
-        `~/assemble` (Assemble), `~/explain` (Explain), from the retained frozen frames.
+    Services (only while active): `~/assemble`, `~/explain`, from the retained frozen frames.
     """
 
     def __init__(self, node_name: str = 'working_memory', **kwargs: Any):
@@ -97,8 +93,7 @@ class WorkingMemoryNode(LifecycleNode):
         self._active = False
         self._jump_handle: JumpHandle | None = None
         self._ticker: TickTimer | None = None   # while active, unless a trigger topic ticks
-        # A configure after one that succeeded (a cleanup between) is a restart; the first
-        # is the process's start, even a respawned one (it cannot know).
+        # A configure after one that succeeded is a restart (not so a respawned process's).
         self._configured_before = False
         # Why the node is unconfigured (a failed configure, an error), for /diagnostics.
         self._failure: str | None = None
@@ -210,7 +205,7 @@ class WorkingMemoryNode(LifecycleNode):
                 raise ValueError(f'trigger_topic: {error}') from None
         self._outputs = Outputs(self, engine, self._publishers_of)
         self._frame_services = FrameServices(self, engine, self._outputs.encoder,
-                                             lambda: self._active)
+                                             lambda: self._active, self._tick_if_due)
         # Any backward jump (a simulation reset) starts a new epoch; a switch to or from
         # ROS time (use_sim_time set at runtime) moves the tick grid.
         self._jump_handle = self.get_clock().create_jump_callback(
@@ -277,6 +272,11 @@ class WorkingMemoryNode(LifecycleNode):
             self._ticker.destroy()
             self._ticker = None
 
+    def _tick_if_due(self) -> None:
+        """Tick first if the tick is due but queued behind this callback (ros/ticking.py)."""
+        if self._ticker is not None:
+            self._ticker.tick_if_due()
+
     def _on_tick(self) -> None:
         """Make one tick of the engine, then publish its frame, evictions and diagnostics."""
         started = time.perf_counter()
@@ -302,10 +302,7 @@ class WorkingMemoryNode(LifecycleNode):
             self._engine.receipts.names[ANSWER_TOPIC])}
 
     def _publishers_of(self, topic: str) -> list[tuple[str, bytes]]:
-        """Return (fully qualified node name, gid) of each publisher of `topic` in the graph.
-
-        A publisher whose node the graph does not name yet is left out: not shown yet.
-        """
+        """Return (fully qualified node name, gid) of each publisher the graph names (ros/graph)."""
         return [(node, bytes(info.endpoint_gid))
                 for info in self.get_publishers_info_by_topic(topic)
                 if (node := publisher_node(info)) is not None]
@@ -368,6 +365,7 @@ class WorkingMemoryNode(LifecycleNode):
 
     def _on_intake(self) -> None:
         """Take queued inputs between ticks; leave room for a tick."""
+        self._tick_if_due()
         self._inputs.intake.round(None if self._ticker is None else self._ticker.until_next_ns())
 
     def _on_trigger(self, msg: Empty) -> None:
@@ -386,6 +384,8 @@ def main(args: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='working_memory_node')
     parser.add_argument('--autostart', action='store_true',
                         help='configure and activate at start')
+    parser.add_argument('--executor', choices=EXECUTORS, default='events',
+                        help='rclpy executor to spin in (default: %(default)s)')
     options = parser.parse_args(own_arguments(args if args is not None else sys.argv)[1:])
 
     def autostart(node: WorkingMemoryNode) -> bool:
@@ -395,4 +395,5 @@ def main(args: list[str] | None = None) -> int:
 
     collector.freeze_after_full_collections()
     return run_node(WorkingMemoryNode, args, start=autostart,
+                    make_executor=lambda: make_executor(kind=options.executor),
                     finished=lambda node: node.finalized)

@@ -19,10 +19,10 @@ class FrameServices:
     """Answer `~/assemble` and `~/explain` from the engine's frozen frames while active."""
 
     def __init__(self, node: Node, engine: Engine, output: conv.FrameOutput,
-                 active: Callable[[], bool]):
-        """Serve `engine`'s frames for `node` while `active()`."""
+                 active: Callable[[], bool], before: Callable[[], None]):
+        """Serve `engine`'s frames for `node`; `before()` runs first (a tick that is due)."""
         self._node, self._engine, self._output = node, engine, output
-        self._active = active
+        self._active, self._before = active, before
         self._services = [node.create_service(Assemble, '~/assemble', self._assemble),
                           node.create_service(Explain, '~/explain', self._explain)]
 
@@ -34,6 +34,7 @@ class FrameServices:
 
     def _assemble(self, request: Assemble.Request,
                   response: Assemble.Response) -> Assemble.Response:
+        self._before()
         try:
             query = conv.assemble_query(request)
             pack = self._frame(query.tick).pack(query.cabin)
@@ -44,6 +45,7 @@ class FrameServices:
 
     def _explain(self, request: Explain.Request,
                  response: Explain.Response) -> Explain.Response:
+        self._before()
         engine = self._engine
         try:
             query = conv.explain_query(request)

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import rclpy
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.utilities import remove_ros_args
@@ -31,11 +31,10 @@ STOP_DUMP_S = 8.0
 
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
              start: Callable[[Node], bool] | None = None,
+             make_executor: Callable[[], Executor] = SingleThreadedExecutor,
              construction_errors: tuple[type[Exception], ...] = (ParameterException, ValueError),
              finished: Callable[[Node], bool] | None = None) -> int:
     """Spin the node made by `make_node` until SIGINT/SIGTERM or shutdown; return the exit code.
-
-    It spins in rclpy's SingleThreadedExecutor (ready timers first: ticks are timers).
 
     SIGINT and SIGTERM only set a stop flag: the node is destroyed (a recorder
     closes its bag) while the context is still up, and no KeyboardInterrupt can
@@ -66,7 +65,7 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     for signum in STOP_SIGNALS:
         signal.signal(signum, on_stop)
     try:
-        return _spin(make_node, start, construction_errors, stop, finished)
+        return _spin(make_node, start, make_executor, construction_errors, stop, finished)
     finally:
         # The process ends now. A terminal's Ctrl-C reaches the node and `ros2 launch`,
         # which sends its own SIGINT: a second signal must not kill the interpreter while
@@ -102,6 +101,7 @@ def rcl_reason(error: Exception) -> str:
 
 
 def _spin(make_node: Callable[[], Node], start: Callable[[Node], bool] | None,
+          make_executor: Callable[[], Executor],
           construction_errors: tuple[type[Exception], ...], stop: StopFlag,
           finished: Callable[[Node], bool] | None = None) -> int:
     """Make, start and spin the node until `stop` is raised or it is finished; see run_node."""
@@ -111,7 +111,7 @@ def _spin(make_node: Callable[[], Node], start: Callable[[Node], bool] | None,
         rclpy.logging.get_logger('working_memory').fatal(str(error))
         rclpy.try_shutdown()
         return 2
-    executor = SingleThreadedExecutor()
+    executor = make_executor()
     executor.add_node(node)
     try:
         if start is not None and not start(node):

@@ -47,8 +47,8 @@ class Subscriptions:
             intake.subscribe(ResyncAnswer, ANSWER_TOPIC, self._on_answer,
                              qos.latched_qos(qos.ANSWERS_KEPT),
                              qos.input_events(ANSWER_TOPIC, *events))
-        # Map and pose too: the intake hands every message its info, whose publisher and
-        # number the frame's receipts name (input_starts).
+        # Map and pose too: the intake hands every message its info (the EventsExecutor
+        # cannot), whose publisher and number the frame's receipts name (input_starts).
         intake.subscribe(OccupancyGrid, 'map', self._on_map, qos.map_qos(),
                          qos.input_events('map', *events))
         topic = engine.pose_topic
