@@ -331,6 +331,7 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
         windows: dict[tuple[str, str], MapWindow] = {}
         names = ConstantNames(reader)
         frames: dict[tuple[str, int], FrameRecord] = {}   # by (node start, tick)
+        shared: dict[tuple, tuple] = {}
         starts: dict[str, int] = {}   # node start -> its order of first appearance
         evictions: list[EvictionRecord] = []
         readmissions: list[ReadmissionRecord] = []
@@ -338,7 +339,7 @@ def load_recording(path: str | Path, *, frame_topic: str | None = None,
         for message in reader.messages(topics):
             if message.topic == frames_at:
                 # A latched frame can be delivered twice (a reconnect); keep the first copy.
-                frame = frame_record(message.msg, message.stamp_ns * 1e-9, names, whole)
+                frame = frame_record(message.msg, message.stamp_ns * 1e-9, names, whole, shared)
                 starts.setdefault(frame.start_id, len(starts))
                 frames.setdefault((frame.start_id, frame.tick), frame)
             elif message.msgtype == WINDOW_TYPE:
@@ -482,19 +483,11 @@ def describe_topics(topics: Mapping[str, str]) -> str:
 
 
 class ConstantNames:
-    """Names of the message constants as the bag defines them (reasons, kinds, levels).
-
-    It also keeps one copy of the values frames repeat (`shared`).
-    """
+    """Names of the message constants as the bag defines them (reasons, kinds, levels)."""
 
     def __init__(self, reader: BagReader) -> None:
         self._reader = reader
         self._cache: dict[str, dict[int, str]] = {}
-        self._shared: dict[tuple, tuple] = {}
-
-    def shared(self, value: tuple) -> tuple:
-        """Return the first of the values equal to `value` seen (one copy of each)."""
-        return self._shared.setdefault(value, value)
 
     def name(self, msgtype: str, value: int) -> str:
         """Return the name of constant `value` of `msgtype`, or the number as text."""
@@ -503,11 +496,12 @@ class ConstantNames:
         return self._cache[msgtype].get(int(value), str(int(value)))
 
 
-def frame_record(msg, received: float, names: ConstantNames, whole: bool = True
-                 ) -> FrameRecord:
+def frame_record(msg, received: float, names: ConstantNames, whole: bool = True,
+                 shared: dict | None = None) -> FrameRecord:
     """Convert a ContextFrame message received at `received` [s]; not `whole`: for an index.
 
-    The topic names and the input starts, alike from frame to frame, are shared (`names`).
+    The topic names are interned; input starts equal to a value in `shared` are that value
+    (frames repeat them: a run keeps one copy).
     """
     packs = {pack.cabin: pack_record(pack, names, f'tick {msg.tick} cabin {pack.cabin}')
              if whole else PackRecord(pack.cabin, (), (), NO_WINDOW, (), pack.digest,
@@ -521,12 +515,16 @@ def frame_record(msg, received: float, names: ConstantNames, whole: bool = True
                        stamp.sec * 1_000_000_000 + stamp.nanosec, inputs,
                        0.0 if started is None else seconds(started),
                        bool(getattr(msg, 'resyncing', False)), str(getattr(msg, 'start_id', '')),
-                       names.shared(tuple((sys.intern(start.topic), bytes(start.publisher),
-                                           int(start.first))
-                                          for start in getattr(msg, 'input_starts', ()))),
+                       _shared(shared, tuple((sys.intern(start.topic), bytes(start.publisher),
+                                              int(start.first))
+                                             for start in getattr(msg, 'input_starts', ()))),
                        tuple((int(index), int(count)) for index, count in zip(
                            getattr(msg, 'taken_from', ()), getattr(msg, 'taken_count', ()))),
                        bool(getattr(msg, 'restart', False)))
+
+
+def _shared(shared: dict | None, value: tuple) -> tuple:
+    return value if shared is None else shared.setdefault(value, value)
 
 
 def pack_record(msg, names: ConstantNames, where: str) -> PackRecord:
